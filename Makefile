@@ -1,0 +1,43 @@
+# edged: the two commands a new user needs are `make run` and `make test`.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+CONFIG ?= config/edged.yaml
+APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: install run test bench lint clean
+
+# System packages: install only what is missing (apt-get update only when needed).
+.deps-apt: Makefile
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "edged: installing system packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+	@touch $@
+
+$(VENV)/.installed: pyproject.toml .deps-apt
+	@[ -x $(PY) ] || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(VENV)/bin/edged run --config $(CONFIG)
+
+test: install
+	$(VENV)/bin/pytest
+
+bench: install
+	$(PY) -m pip install -q -e '.[test,bench]'
+	$(PY) bench/synth.py
+
+lint: install
+	$(VENV)/bin/ruff check edged tests bench
+
+clean:
+	rm -rf $(VENV) .deps-apt build *.egg-info

@@ -1,0 +1,43 @@
+"""`edged` command line: one subcommand module per job under edged/commands/."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .commands import COMMANDS, CommandError
+from .config import ConfigError
+from .voice import VoiceError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="edged", description="Offline speech announcements: MQTT in, neural speech out."
+    )
+    parser.add_argument("--version", action="version", version=f"edged {__version__}")
+    parser.add_argument("--debug", action="store_true", help="log debug messages to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in COMMANDS:
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        status = args.func(args)
+    except (CommandError, ConfigError, VoiceError) as err:
+        # Errors at the edge: one line a person can act on, no traceback, status 2.
+        print(f"edged: {err}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(status or 0)

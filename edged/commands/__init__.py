@@ -1,0 +1,10 @@
+"""Subcommands of `edged`. Each module has `add_parser(subparsers)` that sets `func`."""
+
+from __future__ import annotations
+
+from . import cache, check_config, devices, run, say, voices
+from .common import CommandError
+
+COMMANDS = (say, voices, run, cache, devices, check_config)
+
+__all__ = ["COMMANDS", "CommandError"]

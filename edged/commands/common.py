@@ -1,0 +1,27 @@
+"""What every subcommand shares: the error that becomes one line on stderr, config loading."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..config import Config, load_config
+
+DEFAULT_CONFIG = Path("config/edged.yaml")
+
+
+class CommandError(Exception):
+    """Bad input on the command line; printed as one line on stderr, exit status 2."""
+
+
+def add_config_argument(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    parser.add_argument(
+        "--config", "-c", type=Path, default=None, required=required,
+        help="YAML config file (default: built-in defaults; `run` uses config/edged.yaml)",
+    )
+
+
+def config_from_args(args: argparse.Namespace, fallback: Path | None = None) -> Config:
+    """The config named by --config, else `fallback` if it exists, else the defaults."""
+    path = args.config or (fallback if fallback and fallback.exists() else None)
+    return load_config(path) if path else Config()

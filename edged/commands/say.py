@@ -1,0 +1,126 @@
+"""`edged say TEXT`: synthesize one announcement to a WAV file or the loudspeaker."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..audio import Audio, to_wav_bytes
+from ..voice import VoiceError
+from ..voices import default_settings, load_voice
+from .common import DEFAULT_CONFIG, CommandError, add_config_argument, config_from_args
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "say", help="speak TEXT (to a WAV file with -o, else on the loudspeaker)",
+        description="Synthesize TEXT with the configured voice. TEXT '-' reads standard input.",
+    )
+    p.add_argument("text", metavar="TEXT", help="what to say; '-' reads it from stdin")
+    p.add_argument("-o", "--output", type=Path, help="write a 16-bit mono WAV file here")
+    p.add_argument("--play", action="store_true",
+                   help="play on the loudspeaker as soon as the first words are ready "
+                        "(the default when -o is not given)")
+    p.add_argument("--voice", help="voice name or path to a .onnx (default: from config)")
+    p.add_argument("--speaker", help="speaker name or id of a multi-speaker voice")
+    p.add_argument("--speed", type=float, help="speaking rate, 0.5-2.0 (default 1.0)")
+    add_config_argument(p)
+    p.set_defaults(func=run)
+
+
+def _read_text(args: argparse.Namespace, max_chars: int) -> str:
+    text = sys.stdin.read(max_chars * 4 + 1) if args.text == "-" else args.text
+    if not text.strip():
+        raise CommandError("nothing to say: TEXT is empty")
+    if len(text) > max_chars:
+        raise CommandError(
+            f"text is {len(text)} characters; the limit is {max_chars} (limits.max_chars)"
+        )
+    return text
+
+
+def _check_writable(path: Path) -> None:
+    """Fail before synthesis, not after, when the output cannot be written."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise CommandError(f"{path}: is a folder; give a file name for -o")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".edged-", suffix=".tmp"):
+            pass
+    except OSError as err:
+        raise CommandError(f"{path}: cannot write here: {err.strerror or err}") from err
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args, DEFAULT_CONFIG)
+    text = _read_text(args, config.limits.max_chars)
+    if args.speed is not None and not 0.5 <= args.speed <= 2.0:
+        raise CommandError(f"--speed {args.speed} is out of range 0.5..2.0")
+    if args.output:
+        _check_writable(args.output)
+    play = args.play or not args.output
+    try:
+        voice = load_voice(config, args.voice)
+        settings = default_settings(config, voice)
+        if args.speaker is not None or args.speed is not None:
+            settings = voice.settings(
+                speaker=args.speaker if args.speaker is not None else config.voice.speaker,
+                speed=args.speed if args.speed is not None else config.voice.speed,
+                noise_scale=config.voice.noise_scale, noise_w=config.voice.noise_w,
+            )
+    except VoiceError as err:
+        raise CommandError(str(err)) from err
+
+    started = time.monotonic()
+    chunks = voice.stream(text, settings)
+    if play:
+        parts = _play(chunks, config)
+    else:
+        parts = list(chunks)
+    audio = Audio.join(parts, voice.sample_rate)
+    _LOGGER.info("Synthesized %.2f s of audio in %.2f s", audio.duration_s,
+                 time.monotonic() - started)
+    if args.output:
+        _write_atomically(args.output, to_wav_bytes(audio))
+    return 0
+
+
+def _play(chunks, config) -> list[Audio]:  # noqa: ANN001 - iterator of Audio, Config
+    """Play chunks as they come; returns them for an optional -o file too."""
+    try:
+        from ..player import Player, PlayerError
+    except ImportError as err:  # PortAudio missing: libportaudio2 not installed
+        raise CommandError(f"cannot play: {err}; use -o FILE to write a WAV instead") from err
+    parts: list[Audio] = []
+
+    def tee():  # noqa: ANN202
+        for chunk in chunks:
+            parts.append(chunk)
+            yield chunk
+
+    player = Player(config.audio)
+    try:
+        player.check_device()
+        player.play(tee())
+    except PlayerError as err:
+        raise CommandError(f"cannot play: {err}; use -o FILE to write a WAV instead") from err
+    finally:
+        player.close()
+    return parts
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise CommandError(f"{path}: cannot write: {err.strerror or err}") from err

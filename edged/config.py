@@ -1,0 +1,232 @@
+"""The one YAML config file: frozen dataclasses, strict validation, errors naming the key.
+
+Every section is a frozen dataclass; a field's type and its `metadata` (min/max/choices)
+are the schema. Unknown keys are errors. Relative paths are resolved against the folder
+of the config file, so a config can be moved together with its voices and cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import yaml
+
+
+class ConfigError(Exception):
+    """The config cannot be used. The message starts with the YAML key path."""
+
+
+def _opt(default: Any, *, min: float | None = None, max: float | None = None) -> Any:  # noqa: A002
+    return field(default=default, metadata={"min": min, "max": max})
+
+
+@dataclass(frozen=True)
+class VoiceConfig:
+    """Which voice speaks, and how."""
+
+    name: str = "en_US-joe-medium"
+    """A voice name (searched in `dirs` and the installed voice packages) or a path to a `.onnx`."""
+    dirs: tuple[Path, ...] = ()
+    """Extra folders holding `<name>.onnx` + `<name>.onnx.json` voices."""
+    speaker: str | None = None
+    """Speaker name or id for multi-speaker voices; None: the voice's first speaker."""
+    speed: float = _opt(1.0, min=0.5, max=2.0)
+    """Speaking rate; 2.0 is twice as fast (Piper length_scale = 1/speed)."""
+    noise_scale: float | None = _opt(None, min=0.0, max=2.0)
+    noise_w: float | None = _opt(None, min=0.0, max=2.0)
+    threads: int = _opt(1, min=1, max=16)
+    """ONNX Runtime intra-op threads per inference."""
+    max_phonemes: int = _opt(400, min=20, max=5000)
+    """Longest phoneme sequence one inference may get; longer sentences are split at clauses."""
+    sentence_pause_ms: int = _opt(200, min=0, max=5000)
+    """Silence between sentences."""
+
+
+@dataclass(frozen=True)
+class FrontendConfig:
+    """Text normalization."""
+
+    date_order: Literal["mdy", "dmy"] = "mdy"
+    """How 12/03 is read: month/day (mdy) or day/month (dmy)."""
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class MqttConfig:
+    """Broker connection and topics."""
+
+    host: str = "localhost"
+    port: int = _opt(1883, min=1, max=65535)
+    topic_prefix: str | None = None
+    """Default: edged/<device_id>."""
+    client_id: str | None = None
+    """Default: edged-<device_id>."""
+    username: str | None = None
+    password_file: Path | None = None
+    """File holding the password (never put a password in this file)."""
+    tls: TlsConfig = field(default_factory=TlsConfig)
+    max_payload_bytes: int = _opt(262144, min=1024, max=268435455)
+    keepalive_s: int = _opt(30, min=5, max=3600)
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    queue: int = _opt(10, min=1, max=1000)
+    task_timeout_s: float = _opt(60.0, min=1.0, max=3600.0)
+    max_chars: int = _opt(500, min=1, max=100000)
+    memory_mb: int = _opt(400, min=64, max=65536)
+    stop_timeout_s: float = _opt(10.0, min=0.0, max=300.0)
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    dir: Path = Path("cache")
+    phrases: tuple[Any, ...] = ()
+    """Pinned phrases: a string, or {text: "The {room} window is open", slots: {room: [a, b]}}."""
+    max_mb: int = _opt(200, min=1, max=1_000_000)
+    memory_mb: int = _opt(32, min=0, max=65536)
+    max_expansions: int = _opt(500, min=1, max=100000)
+
+
+@dataclass(frozen=True)
+class AudioConfig:
+    device: str | None = None
+    """Output device: name substring or index (as listed by `edged devices`); None: default."""
+    preroll_ms: int = _opt(150, min=0, max=5000)
+
+
+@dataclass(frozen=True)
+class Config:
+    device_id: str = field(default_factory=lambda: socket.gethostname().split(".")[0] or "edged")
+    output: Literal["play", "publish", "both"] = "play"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    voice: VoiceConfig = field(default_factory=VoiceConfig)
+    frontend: FrontendConfig = field(default_factory=FrontendConfig)
+    mqtt: MqttConfig = field(default_factory=MqttConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    audio: AudioConfig = field(default_factory=AudioConfig)
+    source: Path | None = field(default=None, metadata={"internal": True})
+    """The file this config was read from (not a key)."""
+
+    @property
+    def topic_prefix(self) -> str:
+        return self.mqtt.topic_prefix or f"edged/{self.device_id}"
+
+    @property
+    def client_id(self) -> str:
+        return self.mqtt.client_id or f"edged-{self.device_id}"
+
+
+_MAX_FILE_BYTES: Final = 1 << 20
+
+
+def load_config(path: Path | str) -> Config:
+    """Read and validate a YAML config file."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read config file: {err.strerror or err}") from err
+    if len(raw) > _MAX_FILE_BYTES:
+        raise ConfigError(f"{path}: config file is larger than 1 MiB")
+    try:
+        data = yaml.safe_load(raw) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from err
+    config = parse_config(data, base_dir=path.resolve().parent)
+    return dataclasses.replace(config, source=path.resolve())
+
+
+def parse_config(data: object, base_dir: Path) -> Config:
+    """Validate a mapping (already parsed YAML) into a Config."""
+    return _build(Config, data, "", base_dir)
+
+
+def _build(cls: type, data: object, prefix: str, base_dir: Path) -> Any:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{prefix.rstrip('.') or '<top>'}: expected a mapping, got {_kind(data)}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        raise ConfigError(
+            f"{prefix}{unknown[0]}: unknown key; known keys: {', '.join(sorted(fields))}"
+        )
+    values = {}
+    for name, value in data.items():
+        f = fields[name]
+        values[name] = _convert(hints[name], value, f"{prefix}{name}", base_dir, f.metadata)
+    return cls(**values)
+
+
+def _convert(tp: Any, value: object, key: str, base_dir: Path, meta: Any) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _convert(inner[0], value, key, base_dir, meta)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, key + ".", base_dir)
+    if origin is Literal:
+        if value not in args:
+            choices = ", ".join(str(a) for a in args)
+            raise ConfigError(f"{key}: expected one of {choices}, got {value!r}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise ConfigError(f"{key}: expected a list, got {_kind(value)}")
+        return tuple(_convert(args[0], v, f"{key}[{i}]", base_dir, {}) for i, v in enumerate(value))
+    if tp is Any:
+        return value
+    if tp is Path:
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{key}: expected a path (string), got {_kind(value)}")
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else base_dir / path
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key}: expected an integer, got {_kind(value)} {value!r}")
+        return _check_range(key, value, meta)
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{key}: expected a number, got {_kind(value)} {value!r}")
+        return _check_range(key, float(value), meta)
+    if tp is str:
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ConfigError(f"{key}: expected a string, got {_kind(value)}")
+        return str(value)
+    raise ConfigError(f"{key}: unsupported type {tp!r}")  # a bug in this module, not the file
+
+
+def _check_range(key: str, value: float, meta: Any) -> Any:
+    lo, hi = (meta or {}).get("min"), (meta or {}).get("max")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ConfigError(f"{key}: {value} is out of range {lo}..{hi}")
+    return value
+
+
+def _kind(value: object) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(
+        type(value), type(value).__name__
+    )

@@ -1,0 +1,1 @@
+"""Text frontend: normalization, sentences, phonemes."""

@@ -1,0 +1,75 @@
+"""The YAML config: defaults, strict keys, errors that name the key, paths relative to the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edged.config import Config, ConfigError, load_config, parse_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_shipped_config_loads() -> None:
+    """config/edged.yaml, the file `make run` uses, is valid and resolves paths beside itself."""
+    config = load_config(ROOT / "config" / "edged.yaml")
+    assert config.voice.name == "en_US-joe-medium"
+    assert config.cache.dir == ROOT / "config" / "cache"
+    assert config.source == (ROOT / "config" / "edged.yaml").resolve()
+
+
+def test_empty_file_gives_defaults(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("")
+    config = load_config(tmp_path / "c.yaml")
+    assert config.limits.queue == 10 and config.output == "play"
+    assert config.topic_prefix == f"edged/{config.device_id}"
+
+
+def test_topic_prefix_and_client_id_default_from_device_id() -> None:
+    config = parse_config({"device_id": "kitchen"}, Path("/"))
+    assert (config.topic_prefix, config.client_id) == ("edged/kitchen", "edged-kitchen")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"voice": {"sped": 1}}, "voice.sped: unknown key; known keys: "),
+        ({"bogus": 1}, "bogus: unknown key"),
+        ({"mqtt": {"port": 70000}}, "mqtt.port: 70000 is out of range 1..65535"),
+        ({"mqtt": {"port": "1883"}}, "mqtt.port: expected an integer, got a string"),
+        ({"mqtt": {"port": True}}, "mqtt.port: expected an integer"),
+        ({"output": "speaker"}, "output: expected one of play, publish, both, got 'speaker'"),
+        ({"voice": {"speed": 3}}, "voice.speed: 3.0 is out of range 0.5..2.0"),
+        ({"mqtt": {"tls": {"ca_file": 5}}}, "mqtt.tls.ca_file: expected a path"),
+        ({"mqtt": {"tls": {"ca": "x"}}}, "mqtt.tls.ca: unknown key"),
+        ({"voice": "joe"}, "voice: expected a mapping, got a string"),
+        ({"voice": {"dirs": "voices"}}, "voice.dirs: expected a list"),
+        ({"voice": {"dirs": ["ok", 3]}}, "voice.dirs[1]: expected a path"),
+        ({"limits": {"queue": 0}}, "limits.queue: 0 is out of range 1..1000"),
+        ([1, 2], "<top>: expected a mapping, got a list"),
+    ],
+)
+def test_errors_name_the_key(data: object, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(data, Path("/etc/edged"))
+    assert str(err.value).startswith(message)
+
+
+def test_relative_and_absolute_paths(tmp_path: Path) -> None:
+    config = parse_config({"cache": {"dir": "c"}, "mqtt": {"password_file": "/etc/pw"}}, tmp_path)
+    assert config.cache.dir == tmp_path / "c"
+    assert config.mqtt.password_file == Path("/etc/pw")
+
+
+def test_bad_yaml_and_missing_file(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("voice: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(tmp_path / "c.yaml")
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_config_is_frozen() -> None:
+    with pytest.raises(AttributeError):
+        Config().output = "publish"  # type: ignore[misc]

@@ -1,0 +1,40 @@
+"""A listener understands the default voice: ASR round trip over the benchmark corpus.
+
+The threshold comes from measurement (see docs/benchmarks.md): edged's pipeline with
+noise scales 0 measured WER 0.XX with pocketsphinx; piper-tts on the same voice is compared
+in bench/synth.py (a bench extra), not here, to keep `make test` light.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from asr import Recognizer, corpus_lines, wer, word_errors
+
+from edged.voice import Voice
+
+_MAX_WER = 0.30
+
+
+@pytest.mark.voice
+def test_corpus_word_error_rate(default_voice_path: Path) -> None:
+    """Speech the recognizer can follow: corpus WER below a measured threshold."""
+    voice = Voice.load(default_voice_path, threads=2)
+    settings = voice.settings(noise_scale=0.0, noise_w=0.0)
+    recognizer = Recognizer()
+    texts, spoken = corpus_lines()
+    hypotheses = []
+    for text in texts:
+        audio = voice.synthesize(text, settings)
+        hypotheses.append(recognizer.transcribe(audio.samples, audio.rate_hz))
+    score = wer(spoken, hypotheses)
+    worst = max(zip(spoken, hypotheses, strict=True), key=lambda p: word_errors(*p)[0])
+    assert score < _MAX_WER, f"WER {score:.3f}; worst line: {worst}"
+
+
+def test_wer_counts_edits() -> None:
+    """The scorer itself: substitutions, insertions and deletions each count one."""
+    assert word_errors("the door is open", "the door is open") == (0, 4)
+    assert word_errors("the door is open", "the floor is open now") == (2, 4)
+    assert word_errors("the door is open", "door open") == (2, 4)

@@ -1,0 +1,85 @@
+"""`edged say` and `edged voices` as a user runs them: a real process, real files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import pytest
+from conftest import EDGED
+
+_TIMEOUT_S = 60
+
+
+def _edged(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*EDGED, *args], input=stdin, capture_output=True, text=True,
+                          timeout=_TIMEOUT_S, cwd=cwd)
+
+
+@pytest.mark.voice
+def test_say_writes_speech_wav(tmp_path: Path) -> None:
+    """The acceptance line: 22050 Hz mono 16-bit, a plausible length for the sentence."""
+    out = tmp_path / "out.wav"
+    r = _edged("say", "The garage door has been open for 15 minutes.", "-o", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    with wave.open(str(out)) as w:
+        assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (22050, 1, 2)
+        assert 1.5 < w.getnframes() / 22050 < 6.0
+
+
+def test_say_reads_stdin(tmp_path: Path, tiny_voice_path: Path) -> None:
+    """TEXT '-' reads standard input."""
+    out = tmp_path / "out.wav"
+    r = _edged("say", "-", "--voice", str(tiny_voice_path), "-o", str(out), stdin="Hello there.\n")
+    assert r.returncode == 0, r.stderr
+    with wave.open(str(out)) as w:
+        assert w.getframerate() == 16000 and w.getnframes() > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["say", ""], "nothing to say: TEXT is empty"),
+        (["say", "   "], "nothing to say: TEXT is empty"),
+        (["say", "x" * 501, "-o", "x.wav"], "text is 501 characters; the limit is 500"),
+        (["say", "Hi.", "--voice", "no_such_voice", "-o", "x.wav"], "unknown voice 'no_such_voice'; installed voices: "),
+        (["say", "Hi.", "-o", "/nonexistent-dir/x.wav"], "/nonexistent-dir/x.wav: cannot write here"),
+        (["say", "Hi.", "--speed", "9", "-o", "x.wav"], "--speed 9.0 is out of range 0.5..2.0"),
+        (["say", "Hi.", "--config", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read config file"),
+    ],
+)
+def test_bad_input_one_line_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    """Bad input: exit status 2, one line on stderr naming the problem, no traceback."""
+    r = _edged(*args, cwd=tmp_path)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("edged: ") and message in lines[0]
+    assert not (tmp_path / "x.wav").exists()
+
+
+def test_bad_config_key_named(tmp_path: Path) -> None:
+    """A typo in the config is reported with its key path."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("voice:\n  sped: 1.2\n")
+    r = _edged("say", "Hi.", "--config", str(cfg), "-o", str(tmp_path / "x.wav"))
+    assert r.returncode == 2
+    assert "voice.sped: unknown key; known keys:" in r.stderr
+
+
+def test_voices_lists_default(tmp_path: Path) -> None:
+    """`edged voices` shows the default voice installed from its package, with rate and language."""
+    r = _edged("voices", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    line = next(li for li in r.stdout.splitlines() if "en_US-joe-medium" in li)
+    assert "22050" in line and "en_US" in line and line.startswith("*")
+
+
+def test_help_mentions_every_command() -> None:
+    r = _edged("--help")
+    assert r.returncode == 0
+    for command in ("say", "voices", "run", "cache", "devices", "check-config"):
+        assert command in r.stdout
+    assert sys.executable
