@@ -22,16 +22,14 @@ import numpy as np
 from .audio import Audio
 from .frontend.normalize import NORMALIZER_VERSION, normalize
 from .frontend.phonemes import PhonemeIds, PhonemizerError, phonemize
-from .frontend.sentences import split_long
+from .frontend.sentences import Piece, split_for_streaming
 
 _LOGGER = logging.getLogger(__name__)
 
 _REQUIRED_INPUTS: Final = ("input", "input_lengths", "scales")
-# The first piece is cut at its first clause only when that clause has at least this many
-# phonemes: a one-word clause ("Hello,") would sound clipped on its own.
-_FIRST_CLAUSE_MIN: Final = 12
-_FIRST_CLAUSE_MAX: Final = 80
-_CLAUSE_MARKS: Final = frozenset(",:;")
+# The first piece is the longest run of whole clauses up to this many phonemes (~1 s of
+# speech), so the first audio is ready after a short inference.
+_FIRST_PIECE_PHONEMES: Final = 80
 
 
 class VoiceError(Exception):
@@ -54,14 +52,6 @@ class SynthesisSettings:
             "noise_scale": round(self.noise_scale, 6),
             "noise_w": round(self.noise_w, 6),
         }
-
-
-@dataclass(frozen=True)
-class Piece:
-    """One inference: phonemes of a clause or sentence, and whether a sentence ends with it."""
-
-    phonemes: str
-    ends_sentence: bool
 
 
 _FINGERPRINTS: dict[tuple[str, int, int], str] = {}
@@ -221,12 +211,10 @@ class Voice:
         except PhonemizerError as err:
             raise VoiceError(f"voice {self.name}: {err}") from err
         pieces: list[Piece] = []
-        for sentence in sentences:
-            chunks = split_long("".join(sentence).strip(), self.max_phonemes, len)
-            for i, chunk in enumerate(chunks):
-                pieces.append(Piece(chunk, ends_sentence=i == len(chunks) - 1))
-        if pieces:
-            pieces[:1] = _split_first_clause(pieces[0])
+        for i, sentence in enumerate(sentences):
+            # A phoneme string is text to the splitter: clauses end in ", " and words in " ".
+            first = min(_FIRST_PIECE_PHONEMES, self.max_phonemes) if i == 0 else None
+            pieces += split_for_streaming("".join(sentence).strip(), self.max_phonemes, len, first)
         return pieces
 
     def stream(self, text: str, settings: SynthesisSettings | None = None,
@@ -263,7 +251,7 @@ class Voice:
         return Audio.join(list(self.stream(text, settings, lookahead=0)), self.sample_rate)
 
     def _chunk(self, piece: Piece, settings: SynthesisSettings, last: bool) -> Audio:
-        samples = self.infer(self._ids(piece.phonemes), settings)
+        samples = self.infer(self._ids(piece.text), settings)
         if piece.ends_sentence and not last and self.sentence_pause_ms:
             pause = np.zeros(self.sample_rate * self.sentence_pause_ms // 1000, dtype=np.int16)
             samples = np.concatenate([samples, pause])
@@ -282,17 +270,6 @@ class Voice:
             feeds["sid"] = np.array([settings.speaker_id or 0], dtype=np.int64)
         audio = self._session.run(None, feeds)[0].reshape(-1)
         return (np.clip(audio, -1.0, 1.0) * 32767).astype(np.int16)
-
-
-def _split_first_clause(piece: Piece) -> list[Piece]:
-    """Cut the first piece after its first clause mark, so the first words are ready early."""
-    text = piece.phonemes
-    for i, char in enumerate(text):
-        if i >= _FIRST_CLAUSE_MAX:
-            break
-        if char in _CLAUSE_MARKS and i + 1 >= _FIRST_CLAUSE_MIN and text[i + 1:].strip():
-            return [Piece(text[: i + 1], False), Piece(text[i + 1:].strip(), piece.ends_sentence)]
-    return [piece]
 
 
 def _read_voice_json(json_path: Path) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """A listener understands the default voice: ASR round trip over the benchmark corpus.
 
 The threshold comes from measurement (see docs/benchmarks.md): edged's pipeline with
-noise scales 0 measured WER 0.XX with pocketsphinx; piper-tts on the same voice is compared
+noise scales 0 measured WER 0.173 with pocketsphinx (2026-11-30); piper-tts on the same voice is compared
 in bench/synth.py (a bench extra), not here, to keep `make test` light.
 """
 
@@ -14,7 +14,7 @@ from asr import Recognizer, corpus_lines, wer, word_errors
 
 from edged.voice import Voice
 
-_MAX_WER = 0.30
+_MAX_WER = 0.25
 
 
 @pytest.mark.voice

@@ -24,7 +24,7 @@ def test_tiny_voice_exact_samples(tiny: Voice) -> None:
     """Every phoneme id becomes exactly SAMPLES_PER_ID samples of value id/1000."""
     pieces = tiny.pieces("Test one.")
     assert len(pieces) == 1
-    ids = tiny._ids(pieces[0].phonemes)
+    ids = tiny._ids(pieces[0].text)
     audio = tiny.synthesize("Test one.")
     assert audio.rate_hz == SAMPLE_RATE
     assert len(audio.samples) == len(ids) * SAMPLES_PER_ID
@@ -38,8 +38,8 @@ def test_stream_one_chunk_per_sentence_with_pause(tiny: Voice) -> None:
     pieces = tiny.pieces("Test one. Test two.")
     assert len(chunks) == len(pieces) == 2
     pause = SAMPLE_RATE * 250 // 1000
-    first_ids = tiny._ids(pieces[0].phonemes)
-    second_ids = tiny._ids(pieces[1].phonemes)
+    first_ids = tiny._ids(pieces[0].text)
+    second_ids = tiny._ids(pieces[1].text)
     assert len(chunks[0].samples) == len(first_ids) * SAMPLES_PER_ID + pause
     assert not chunks[0].samples[-pause:].any()
     assert len(chunks[1].samples) == len(second_ids) * SAMPLES_PER_ID
@@ -54,9 +54,12 @@ def test_stream_equals_synthesize(tiny: Voice) -> None:
 
 def test_first_piece_is_a_short_clause(tiny: Voice) -> None:
     """The first chunk ends at the first clause, so the first words are ready early."""
-    pieces = tiny.pieces("The washing machine has finished, please empty it soon and hang the laundry.")
+    text = ("The washing machine has finished, please empty it soon and hang the laundry "
+            "outside on the line in the garden before the rain starts this afternoon.")
+    pieces = tiny.pieces(text)
     assert len(pieces) == 2
-    assert pieces[0].phonemes.endswith(",") and not pieces[0].ends_sentence
+    assert pieces[0].text.endswith(",") and not pieces[0].ends_sentence
+    assert len(pieces[0].text) <= 80 < len(pieces[1].text)
     assert pieces[1].ends_sentence
 
 
@@ -67,10 +70,10 @@ def test_long_sentence_bounded_by_max_phonemes(tiny_voice_path: Path) -> None:
             "farmer watches from the old wooden fence and counts his sheep twice")
     pieces = voice.pieces(text)
     assert len(pieces) > 2
-    assert all(len(p.phonemes) <= 40 for p in pieces)
+    assert all(len(p.text) <= 40 for p in pieces)
     whole = Voice.load(tiny_voice_path, max_phonemes=5000).pieces(text)
-    assert "".join(p.phonemes for p in pieces).replace(" ", "") == \
-        "".join(p.phonemes for p in whole).replace(" ", "")
+    assert "".join(p.text for p in pieces).replace(" ", "") == \
+        "".join(p.text for p in whole).replace(" ", "")
 
 
 def test_multi_speaker_settings(tmp_path: Path) -> None:
@@ -136,7 +139,8 @@ def test_wrong_input_names(tmp_path: Path, tiny_voice_path: Path) -> None:
     model.ir_version = 8
     onnx.save(model, str(tmp_path / "v.onnx"))
     shutil.copy(f"{tiny_voice_path}.json", tmp_path / "v.onnx.json")
-    with pytest.raises(VoiceError, match=r"not a Piper voice: .*missing \['input', 'input_lengths', 'scales'\]"):
+    missing = r"not a Piper voice: .*missing \['input', 'input_lengths', 'scales'\]"
+    with pytest.raises(VoiceError, match=missing):
         Voice.load(tmp_path / "v.onnx")
 
 

@@ -80,10 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     chunks = voice.stream(text, settings)
-    if play:
-        parts = _play(chunks, config)
-    else:
-        parts = list(chunks)
+    parts = _play(chunks, config) if play else list(chunks)
     audio = Audio.join(parts, voice.sample_rate)
     _LOGGER.info("Synthesized %.2f s of audio in %.2f s", audio.duration_s,
                  time.monotonic() - started)

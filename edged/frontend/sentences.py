@@ -1,0 +1,240 @@
+"""Sentence and clause splitting for synthesis.
+
+The text is cut only at whitespace, so every piece is a run of whole tokens, keeps its own
+punctuation, and the pieces joined with single spaces give back the input's tokens in
+order (runs of whitespace inside a piece become one space; nothing else changes).
+
+- ``split_sentences(text)``: sentences end at a token ending in . ! ? (closing quotes or
+  brackets may follow) and at every newline. A period does not end a sentence after a title
+  or abbreviation (Dr. Mr. e.g. approx. ...), after "No." before a number, after an initial
+  before a capitalized word ("J. Smith"), or inside a dotted token before a lower-case word
+  ("the U.S. is"). An ellipsis ends a sentence only before a capital letter. Decimals
+  ("3.5") contain no whitespace, so they are never split.
+- ``split_long(sentence, max_units, measure)``: a sentence whose ``measure`` is above
+  ``max_units`` is cut at clause ends (a token ending in , ; : or a dash, or a lone dash),
+  packing as many whole clauses per piece as fit; a clause that alone is too long is cut at
+  word boundaries the same way; a single word longer than ``max_units`` is its own piece.
+- ``split_for_streaming(text, max_units, measure, first_max_units)``: all sentences in order
+  as ``Piece(text, ends_sentence)``; the first piece may be kept shorter so that audio can
+  start early.
+
+``measure`` may be expensive (a phoneme count), so calls are kept few: one per sentence
+that fits; otherwise about 1 + log2(n) per piece, found by bisection over the number of
+clauses (or words) n, and no text is measured twice within one call. Bisection assumes a
+longer prefix never measures less; every piece returned is one that was measured (except
+single over-long words), so the bound holds either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+_CLOSERS: Final = "\"')]}»”’"
+_NEVER_END: Final = frozenset(
+    # lower-case words whose period never ends a sentence (titles come before a name)
+    ["mr", "mrs", "ms", "dr", "prof", "st", "mt", "e.g", "i.e", "vs", "cf", "ca", "approx"]
+)
+_CLAUSE_END: Final = (",", ";", ":", "—", "–", "--")
+_DASHES: Final = frozenset({"-", "--", "—", "–"})
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One piece of text to synthesize, in order."""
+
+    text: str
+    ends_sentence: bool
+    """True on the last piece of each sentence: the caller adds the sentence pause there."""
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences (see the module docstring); never returns empty strings."""
+    sentences: list[str] = []
+    for line in text.splitlines():
+        tokens = line.split()
+        start = 0
+        for i in range(len(tokens) - 1):
+            if _ends_sentence(tokens[i], tokens[i + 1]):
+                sentences.append(" ".join(tokens[start : i + 1]))
+                start = i + 1
+        if start < len(tokens):
+            sentences.append(" ".join(tokens[start:]))
+    return sentences
+
+
+def split_long(sentence: str, max_units: int, measure: Callable[[str], int]) -> list[str]:
+    """Cut ``sentence`` into pieces with ``measure(piece) <= max_units`` where possible.
+
+    Returns ``[sentence]`` (whitespace-normalized) after one ``measure`` call when it fits,
+    ``[]`` for blank input. Raises ValueError if ``max_units`` < 1.
+    """
+    _check_units("max_units", max_units)
+    return _split_tokens(sentence.split(), max_units, _Memo(measure))
+
+
+def split_for_streaming(
+    text: str,
+    max_units: int,
+    measure: Callable[[str], int],
+    first_max_units: int | None = None,
+) -> list[Piece]:
+    """All pieces of ``text`` to synthesize, in order, each tagged with ``ends_sentence``.
+
+    Every sentence is cut as by ``split_long``. With ``first_max_units`` (smaller than
+    ``max_units``), the first piece of the first sentence is the longest run of its whole
+    clauses that measures at most ``first_max_units``, so the first audio comes early; the
+    rest of that sentence is then cut as usual. The first piece is never cut inside a
+    clause for this: if the first clause alone is longer, the sentence is cut as usual.
+    Raises ValueError if a bound is < 1.
+    """
+    _check_units("max_units", max_units)
+    if first_max_units is not None:
+        _check_units("first_max_units", first_max_units)
+    memo = _Memo(measure)
+    pieces: list[Piece] = []
+    for index, sentence in enumerate(split_sentences(text)):
+        tokens = sentence.split()
+        if index == 0 and first_max_units is not None and first_max_units < max_units:
+            parts = _split_first(tokens, first_max_units, max_units, memo)
+        else:
+            parts = _split_tokens(tokens, max_units, memo)
+        pieces.extend(Piece(part, i == len(parts) - 1) for i, part in enumerate(parts))
+    return pieces
+
+
+def _check_units(name: str, value: int) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+class _Memo:
+    """``measure`` with a cache: bisection and the whole-sentence check share texts."""
+
+    def __init__(self, measure: Callable[[str], int]) -> None:
+        self._measure = measure
+        self._known: dict[str, int] = {}
+
+    def fits(self, text: str, max_units: int) -> bool:
+        units = self._known.get(text)
+        if units is None:
+            units = self._known[text] = self._measure(text)
+        return units <= max_units
+
+
+def _ends_sentence(token: str, following: str) -> bool:
+    core = token.rstrip(_CLOSERS)
+    if not core or core[-1] not in ".!?…":
+        return False
+    if "?" in core[-3:] or "!" in core[-3:]:
+        return True
+    if core.endswith(("...", "…")):
+        return following[0].isupper()
+    word = core[:-1].lower()
+    if word in _NEVER_END:
+        return False
+    if word == "no" and following[0].isdigit():
+        return False
+    if len(word) == 1 and word.isalpha() and core[0].isupper() and following[0].isupper():
+        return False  # an initial: "J. Smith"
+    return not ("." in word and following[0].islower())
+
+
+def _clauses(tokens: list[str]) -> list[list[str]]:
+    clauses: list[list[str]] = [[]]
+    for token in tokens:
+        clauses[-1].append(token)
+        if token in _DASHES or token.rstrip(_CLOSERS).endswith(_CLAUSE_END):
+            clauses.append([])
+    if not clauses[-1]:
+        clauses.pop()
+    return clauses
+
+
+def _split_tokens(tokens: list[str], max_units: int, memo: _Memo) -> list[str]:
+    if not tokens:
+        return []
+    whole = " ".join(tokens)
+    if memo.fits(whole, max_units):
+        return [whole]
+    clauses = [" ".join(clause) for clause in _clauses(tokens)]
+    pieces: list[str] = []
+    for group, fits in _pack(clauses, max_units, memo):
+        if fits:
+            pieces.append(group)
+        else:  # one clause longer than the bound: cut it between words
+            pieces.extend(_cut_words(group.split(), max_units, memo))
+    return pieces
+
+
+def _cut_words(words: list[str], max_units: int, memo: _Memo) -> list[str]:
+    """Cut a clause between words into as few pieces as greedy packing needs, but of even
+    length where that also fits ("set to eighteen" / "degrees," leaves a lone word)."""
+    greedy = _pack(words, max_units, memo)
+    texts = [text for text, _ in greedy]
+    if len(greedy) < 2 or not all(fits for _, fits in greedy):
+        return texts
+    even = _even_cut(words, len(greedy))
+    if even != texts and all(memo.fits(text, max_units) for text in even):
+        return even
+    return texts
+
+
+def _even_cut(words: list[str], count: int) -> list[str]:
+    """``words`` in ``count`` runs of about equal character length."""
+    ends = []
+    total = 0
+    for word in words:
+        total += len(word) + 1
+        ends.append(total)
+    cuts = [0]
+    for i in range(1, count):
+        target = total * i / count
+        best = min(range(cuts[-1] + 1, len(words) - (count - i) + 1),
+                   key=lambda k: abs(ends[k - 1] - target))
+        cuts.append(best)
+    cuts.append(len(words))
+    return [" ".join(words[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)]
+
+
+def _split_first(tokens: list[str], first_max: int, max_units: int, memo: _Memo) -> list[str]:
+    if not tokens or memo.fits(" ".join(tokens), first_max):
+        return [" ".join(tokens)] if tokens else []
+    clauses = _clauses(tokens)
+    joined = [" ".join(clause) for clause in clauses]
+    count = _longest_fit(joined, 0, first_max, memo)
+    if count == 0 or count == len(clauses):
+        return _split_tokens(tokens, max_units, memo)
+    rest = [token for clause in clauses[count:] for token in clause]
+    return [" ".join(joined[:count]), *_split_tokens(rest, max_units, memo)]
+
+
+def _pack(atoms: list[str], max_units: int, memo: _Memo) -> list[tuple[str, bool]]:
+    """Greedy runs of consecutive atoms that fit, as (text, fits); an atom that does not
+    fit on its own comes back alone with fits=False."""
+    groups: list[tuple[str, bool]] = []
+    start = 0
+    while start < len(atoms):
+        end = _longest_fit(atoms, start, max_units, memo)
+        if end == start:
+            groups.append((atoms[start], False))
+            start += 1
+        else:
+            groups.append((" ".join(atoms[start:end]), True))
+            start = end
+    return groups
+
+
+def _longest_fit(atoms: list[str], start: int, max_units: int, memo: _Memo) -> int:
+    """The largest end such that atoms[start:end] fits (start if none), by bisection."""
+    if memo.fits(" ".join(atoms[start:]), max_units):
+        return len(atoms)
+    low, high = start, len(atoms)  # atoms[start:low] fits (or is empty); [start:high] not
+    while high - low > 1:
+        middle = (low + high) // 2
+        if memo.fits(" ".join(atoms[start:middle]), max_units):
+            low = middle
+        else:
+            high = middle
+    return low

@@ -1,0 +1,284 @@
+"""Tests for edged.frontend.sentences: sentence, clause and streaming splits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edged.frontend.sentences import Piece, split_for_streaming, split_long, split_sentences
+
+_LONG = (
+    "All doors are locked, the thermostat is set to eighteen degrees, "
+    "and the security cameras are recording."
+)
+
+
+class _Counting:
+    """A measure (character count) that records what it was asked, to pin the call budget."""
+
+    def __init__(self, measure: Callable[[str], int] = len) -> None:
+        self.calls: list[str] = []
+        self._measure = measure
+
+    def __call__(self, text: str) -> int:
+        self.calls.append(text)
+        return self._measure(text)
+
+
+# --- split_sentences -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("Good night. All doors are locked.", ["Good night.", "All doors are locked."]),
+        ("Is it on? Yes! Good.", ["Is it on?", "Yes!", "Good."]),
+        ("Really?! Yes.", ["Really?!", "Yes."]),
+        ("one\ntwo three\n\nfour", ["one", "two three", "four"]),
+        ("It is 21.5 degrees. Fine.", ["It is 21.5 degrees.", "Fine."]),
+        ("Call Dr. Smith now. Then rest.", ["Call Dr. Smith now.", "Then rest."]),
+        ("Fruit, e.g. Apples, is fine.", ["Fruit, e.g. Apples, is fine."]),
+        ("It takes approx. Ten minutes.", ["It takes approx. Ten minutes."]),
+        ("Sensor No. 4 is low.", ["Sensor No. 4 is low."]),
+        ("Is it on? No. It is off.", ["Is it on?", "No.", "It is off."]),
+        ("Ask J. Smith about it.", ["Ask J. Smith about it."]),
+        ("The U.S. is big. The U.S. Army too.", ["The U.S. is big.", "The U.S.", "Army too."]),
+        ("Wait... what now?", ["Wait... what now?"]),
+        ("Wait... What now?", ["Wait...", "What now?"]),
+        ('He said "stop." Then left.', ['He said "stop."', "Then left."]),
+        ("(It is late.) Go home.", ["(It is late.)", "Go home."]),
+        ("Version 5. Done", ["Version 5.", "Done"]),
+        ("no final stop", ["no final stop"]),
+        ("  spaced \t  out  . ", ["spaced out ."]),
+        ("", []),
+        (" \n \n", []),
+    ],
+)
+def test_split_sentences(text: str, sentences: list[str]) -> None:
+    """Sentences end at . ! ? and newlines, but not at decimals, titles, abbreviations,
+    "No." before a number, initials, dotted words before lower case, or a mid-sentence
+    ellipsis; closing quotes and brackets stay with their sentence."""
+    assert split_sentences(text) == sentences
+
+
+# --- split_long ------------------------------------------------------------------------
+
+
+def test_fitting_sentence_is_one_piece_after_one_measure() -> None:
+    """A sentence within the bound comes back whole, for the price of a single measure."""
+    measure = _Counting()
+    assert split_long(_LONG, 200, measure) == [_LONG]
+    assert measure.calls == [_LONG]
+
+
+def test_long_sentence_is_cut_at_commas() -> None:
+    """Over the bound, whole clauses are packed greedily, each keeping its comma."""
+    assert split_long(_LONG, 70, len) == [
+        "All doors are locked, the thermostat is set to eighteen degrees,",
+        "and the security cameras are recording.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "pieces"),
+    [
+        ("first part; second part", ["first part;", "second part"]),
+        ("Warning: smoke detected", ["Warning:", "smoke detected"]),
+        ("lights off - doors locked", ["lights off -", "doors locked"]),
+        ("lights off — doors locked", ["lights off —", "doors locked"]),
+        ("lights off— doors locked", ["lights off—", "doors locked"]),
+        ('he said "off," and left', ['he said "off,"', "and left"]),
+    ],
+)
+def test_clause_boundaries(sentence: str, pieces: list[str]) -> None:
+    """Semicolons, colons, spaced or trailing dashes and quoted commas end clauses too."""
+    assert split_long(sentence, 16, len) == pieces
+
+
+def test_hyphen_inside_a_word_is_not_a_clause_end() -> None:
+    """"Wi-Fi" and "twenty-one" are single words: no cut inside them."""
+    assert split_long("the Wi-Fi twenty-one", 12, len) == ["the Wi-Fi", "twenty-one"]
+
+
+def test_overlong_clause_is_cut_between_words_evenly() -> None:
+    """A clause longer than the bound is cut between words into as few pieces as needed,
+    evened out so that no lone trailing word is left ("degrees,")."""
+    assert split_long(_LONG, 40, len) == [
+        "All doors are locked,",
+        "the thermostat is set",
+        "to eighteen degrees,",
+        "and the security cameras are recording.",
+    ]
+
+
+def test_overlong_word_is_its_own_piece() -> None:
+    """A single word longer than the bound cannot be cut: it is returned alone, not dropped."""
+    assert split_long("a b supercalifragilistic c d", 5, len) == [
+        "a b", "supercalifragilistic", "c d",
+    ]
+
+
+def test_blank_sentence_gives_no_pieces() -> None:
+    """Whitespace alone produces no piece (never an empty string to synthesize)."""
+    assert split_long("   ", 10, len) == []
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5])
+def test_bad_bound_is_a_clear_error(bad: object) -> None:
+    """A bound below one unit is a programming error, reported with its name."""
+    with pytest.raises(ValueError, match="max_units must be an integer >= 1"):
+        split_long("a b", bad, len)  # type: ignore[arg-type]
+
+
+def test_measure_budget() -> None:
+    """measure runs about 1 + log2(n) times per piece and never twice on the same text."""
+    clauses = [f"clause number {i:02d} is here," for i in range(32)]  # 25 characters each
+    sentence = " ".join(clauses)
+    measure = _Counting()
+    pieces = split_long(sentence, 103, measure)
+    assert len(pieces) == 8  # four clauses and three spaces per piece
+    assert len(measure.calls) == len(set(measure.calls))
+    assert len(measure.calls) <= 1 + len(pieces) * (1 + 5)
+
+
+def test_non_monotonic_measure_still_respects_the_bound() -> None:
+    """Even when a longer text can measure less, every piece returned was measured within
+    the bound (bisection only ever accepts measured fits)."""
+
+    def bumpy(text: str) -> int:
+        return len(text) * (3 if len(text) % 4 == 0 else 1)
+
+    pieces = split_long(_LONG, 30, bumpy)
+    assert " ".join(pieces).split() == _LONG.split()
+    assert all(bumpy(piece) <= 30 or " " not in piece for piece in pieces)
+
+
+# --- split_for_streaming ---------------------------------------------------------------
+
+
+def test_streaming_tags_sentence_ends() -> None:
+    """Every sentence's last piece, and only it, ends a sentence."""
+    pieces = split_for_streaming("Good night. " + _LONG, 70, len)
+    assert pieces == [
+        Piece("Good night.", True),
+        Piece("All doors are locked, the thermostat is set to eighteen degrees,", False),
+        Piece("and the security cameras are recording.", True),
+    ]
+
+
+def test_streaming_first_piece_is_a_short_clause() -> None:
+    """With first_max_units the first piece is the leading clause(s) within that bound;
+    the rest of the sentence is packed with the normal bound."""
+    pieces = split_for_streaming(_LONG + " Bye.", 200, len, first_max_units=25)
+    assert pieces == [
+        Piece("All doors are locked,", False),
+        Piece("the thermostat is set to eighteen degrees, and the security cameras are "
+              "recording.", True),
+        Piece("Bye.", True),
+    ]
+
+
+def test_streaming_first_bound_only_applies_to_the_first_sentence() -> None:
+    """Later sentences use max_units: only the start of the audio needs to be early."""
+    pieces = split_for_streaming("Hi. " + _LONG, 200, len, first_max_units=25)
+    assert [piece.text for piece in pieces] == ["Hi.", _LONG]
+
+
+def test_streaming_first_clause_is_never_cut_for_latency() -> None:
+    """If the first clause alone exceeds first_max_units, the sentence is cut as usual
+    rather than mid-clause (a mid-phrase break sounds wrong)."""
+    pieces = split_for_streaming(_LONG, 200, len, first_max_units=10)
+    assert pieces == [Piece(_LONG, True)]
+
+
+def test_streaming_first_bound_above_max_is_ignored() -> None:
+    """A first bound at or above max_units changes nothing."""
+    assert split_for_streaming(_LONG, 70, len, 500) == split_for_streaming(_LONG, 70, len)
+
+
+def test_streaming_empty_text() -> None:
+    """Blank text gives no pieces."""
+    assert split_for_streaming(" \n ", 10, len, 5) == []
+
+
+def test_streaming_bad_first_bound() -> None:
+    """A bad first bound is reported by name."""
+    with pytest.raises(ValueError, match="first_max_units must be an integer >= 1"):
+        split_for_streaming("a", 10, len, 0)
+
+
+def test_streaming_measures_each_fitting_sentence_once() -> None:
+    """The cheap path: sentences within the bound cost one measure each."""
+    measure = _Counting()
+    split_for_streaming("One. Two three. Four!", 100, measure, first_max_units=50)
+    assert measure.calls == ["One.", "Two three.", "Four!"]
+
+
+# --- properties ------------------------------------------------------------------------
+
+_WORDS = st.sampled_from(
+    ["a", "door", "is", "open", "supercalifragilistic", "21.5", "Dr.", "No.", "e.g.", "U.S.",
+     "end.", "end!", "why?", "so,", "then;", "note:", "-", "—", "Wi-Fi", '"quoted."', "(x)",
+     "...", "Capital", "5"]
+)
+_SPACE = st.sampled_from([" ", "  ", "\t"])
+_MEASURES: list[Callable[[str], int]] = [
+    len,
+    lambda text: 2 * len(text.replace(" ", "")) + 3 * text.count(","),  # phoneme-like
+    lambda text: len(text) * (3 if len(text) % 5 == 0 else 1),  # not monotonic
+]
+
+
+@st.composite
+def _texts(draw: st.DrawFn, newlines: bool) -> str:
+    words = draw(st.lists(_WORDS, max_size=40))
+    text = ""
+    for word in words:
+        text += word + draw(st.sampled_from([" ", "\n"]) if newlines else _SPACE)
+    return text
+
+
+@settings(max_examples=300, deadline=None)
+@given(_texts(newlines=False), st.integers(1, 60), st.sampled_from(_MEASURES))
+def test_split_long_keeps_every_word_in_bound(
+    sentence: str, max_units: int, measure: Callable[[str], int]
+) -> None:
+    """Pieces re-joined give all words in order; no piece is empty or padded; each piece is
+    within the bound unless it is a single word."""
+    pieces = split_long(sentence, max_units, measure)
+    assert " ".join(pieces).split() == sentence.split()
+    for piece in pieces:
+        assert piece and piece == piece.strip()
+        assert measure(piece) <= max_units or len(piece.split()) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(_texts(newlines=True))
+def test_split_sentences_keeps_every_word(text: str) -> None:
+    """Sentences re-joined give all words in order, none empty, none spanning a newline."""
+    sentences = split_sentences(text)
+    assert " ".join(sentences).split() == text.split()
+    assert all(s and "\n" not in s and s == s.strip() for s in sentences)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _texts(newlines=True),
+    st.integers(1, 60),
+    st.one_of(st.none(), st.integers(1, 60)),
+    st.sampled_from(_MEASURES),
+)
+def test_streaming_keeps_every_word_in_bound(
+    text: str, max_units: int, first_max: int | None, measure: Callable[[str], int]
+) -> None:
+    """Streaming pieces re-joined give all words in order, one sentence end per sentence
+    (the last piece ends one), and every multi-word piece is within max_units."""
+    pieces = split_for_streaming(text, max_units, measure, first_max)
+    assert " ".join(piece.text for piece in pieces).split() == text.split()
+    assert sum(piece.ends_sentence for piece in pieces) == len(split_sentences(text))
+    assert not pieces or pieces[-1].ends_sentence
+    for piece in pieces:
+        assert piece.text and (measure(piece.text) <= max_units or " " not in piece.text)
