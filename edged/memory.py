@@ -1,0 +1,44 @@
+"""Process memory as the kernel counts it, and handing freed memory back to it."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import logging
+import os
+import resource
+
+_LOGGER = logging.getLogger(__name__)
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_mb() -> float:
+    """Resident set size now, in MB (10^6 bytes)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * _PAGE / 1e6
+
+
+def peak_rss_mb() -> float:
+    """Highest RSS of this process so far (ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+
+
+def release_freed_memory() -> None:
+    """Ask glibc to return free heap pages to the kernel.
+
+    After an ONNX session is dropped its memory is free but stays in the process: measured
+    with the default voice, RSS fell from 165 to 72 MB only after malloc_trim(0).
+    """
+    libc = _libc()
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)
