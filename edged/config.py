@@ -79,6 +79,19 @@ class MqttConfig:
     tls: TlsConfig = field(default_factory=TlsConfig)
     max_payload_bytes: int = _opt(262144, min=1024, max=268435455)
     keepalive_s: int = _opt(30, min=5, max=3600)
+    session_expiry_s: int = _opt(86400, min=10, max=31_536_000)
+    """How long the broker keeps the session (and queued requests) while the daemon is away;
+    finished request ids are remembered as long, so a redelivery is never spoken twice."""
+    reconnect_min_s: float = _opt(1.0, min=0.05, max=60.0)
+    reconnect_max_s: float = _opt(30.0, min=0.05, max=3600.0)
+    max_offline_messages: int = _opt(1000, min=10, max=1_000_000)
+    """Outgoing messages (events, audio parts) kept while disconnected; more are dropped."""
+    offline_buffer_mb: int = _opt(16, min=1, max=4096)
+    """Audio bytes kept for publishing while disconnected; more audio is dropped."""
+    stream_audio: bool = False
+    """Publish audio in parts as each sentence is synthesized (lower latency) instead of one WAV."""
+    state_dir: Path = Path("state")
+    """Where the daemon remembers finished request ids (done.jsonl)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,10 @@ class LimitsConfig:
     max_chars: int = _opt(500, min=1, max=100000)
     memory_mb: int = _opt(400, min=64, max=65536)
     stop_timeout_s: float = _opt(10.0, min=0.0, max=300.0)
+    heartbeat_max_age_s: float = _opt(90.0, min=1.0, max=3600.0)
+    """The worker counts as hung when its heartbeat is older than this: edged stops the
+    systemd watchdog pings and systemd restarts it. Keep above the longest single step
+    (one inference, one chunk of playback)."""
 
 
 @dataclass(frozen=True)
@@ -101,10 +118,42 @@ class CacheConfig:
 
 
 @dataclass(frozen=True)
+class ChimesConfig:
+    """Attention chime per priority: a 16-bit PCM WAV (mono or stereo, at most 10 s), or None."""
+
+    critical: Path | None = None
+    high: Path | None = None
+    normal: Path | None = None
+    low: Path | None = None
+
+
+@dataclass(frozen=True)
 class AudioConfig:
     device: str | None = None
     """Output device: name substring or index (as listed by `edged devices`); None: default."""
     preroll_ms: int = _opt(150, min=0, max=5000)
+    rate_hz: int | None = _opt(None, min=8000, max=384000)
+    """Device sample rate; None: the voice's rate if the device takes it, else the device's
+    default rate (audio is converted with soxr)."""
+    buffer_ms: int = _opt(40, min=20, max=2000)
+    """How far ahead of the loudspeaker the player writes; also the audible delay of a stop."""
+    fade_ms: int = _opt(10, min=0, max=500)
+    """Fade-in at the start, fade-out at the end and on an interrupt."""
+    normalize: bool = True
+    """One gain per announcement so that its speech comes out at target_dbfs."""
+    target_dbfs: float = _opt(-20.0, min=-60.0, max=-3.0)
+    """Gated RMS level of speech after normalizing (dB relative to full scale)."""
+    peak_dbfs: float = _opt(-1.0, min=-30.0, max=0.0)
+    """Peak limit: louder samples are limited, never clipped."""
+    max_gain_db: float = _opt(20.0, min=0.0, max=40.0)
+    """Most amplification normalizing may apply (quiet voices, near-silence)."""
+    chimes: ChimesConfig = field(default_factory=ChimesConfig)
+    retries: int = _opt(3, min=0, max=20)
+    """Attempts to reopen a device that failed before the announcement fails."""
+    retry_backoff_ms: int = _opt(250, min=10, max=60000)
+    """Wait before the first reopen attempt; doubles with each further attempt."""
+    fallback_to_publish: bool = False
+    """When playing fails on the device, publish the audio on MQTT instead (daemon)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +162,8 @@ class Config:
     output: Literal["play", "publish", "both"] = "play"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     voice: VoiceConfig = field(default_factory=VoiceConfig)
+    voices: tuple[str, ...] = ()
+    """Other voices a request may name (loaded on first use, unloaded LRU within limits.memory_mb)."""
     frontend: FrontendConfig = field(default_factory=FrontendConfig)
     mqtt: MqttConfig = field(default_factory=MqttConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
@@ -168,9 +219,14 @@ def _build(cls: type, data: object, prefix: str, base_dir: Path) -> Any:
             f"{prefix}{unknown[0]}: unknown key; known keys: {', '.join(sorted(fields))}"
         )
     values = {}
-    for name, value in data.items():
-        f = fields[name]
-        values[name] = _convert(hints[name], value, f"{prefix}{name}", base_dir, f.metadata)
+    for name, f in fields.items():
+        if name in data:
+            values[name] = _convert(hints[name], data[name], f"{prefix}{name}", base_dir, f.metadata)
+        elif dataclasses.is_dataclass(hints[name]):
+            values[name] = _build(hints[name], {}, f"{prefix}{name}.", base_dir)
+        elif isinstance(f.default, Path) and not f.default.is_absolute():
+            # Defaults such as cache.dir = "cache" are relative to the file, like given paths.
+            values[name] = base_dir / f.default
     return cls(**values)
 
 

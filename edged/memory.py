@@ -8,6 +8,7 @@ import functools
 import logging
 import os
 import resource
+import time
 
 _LOGGER = logging.getLogger(__name__)
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -42,3 +43,30 @@ def release_freed_memory() -> None:
     libc = _libc()
     if libc is not None and hasattr(libc, "malloc_trim"):
         libc.malloc_trim(0)
+
+
+class MemoryGuard:
+    """Says when the process has stayed above its budget long enough to refuse new work.
+
+    A short peak (one long inference) is normal; only RSS above `limits.memory_mb` for
+    `grace_s` turns requests away, until it falls again.
+    """
+
+    def __init__(self, budget_mb: float, grace_s: float = 5.0) -> None:
+        self.budget_mb = budget_mb
+        self.grace_s = grace_s
+        self._above_since: float | None = None
+
+    def over_budget(self) -> str | None:
+        """None while within budget, else the reason to give the requester."""
+        now_mb = rss_mb()
+        if now_mb <= self.budget_mb:
+            self._above_since = None
+            return None
+        now = time.monotonic()
+        if self._above_since is None:
+            self._above_since = now
+        if now - self._above_since < self.grace_s:
+            return None
+        return (f"busy: the daemon uses {now_mb:.0f} MB, over limits.memory_mb "
+                f"{self.budget_mb:.0f}; new requests wait until it falls")

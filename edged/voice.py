@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from .audio import Audio
 from .frontend.normalize import NORMALIZER_VERSION, normalize
 from .frontend.phonemes import PhonemeIds, PhonemizerError, phonemize
 from .frontend.sentences import Piece, split_for_streaming
+from .hashes import file_sha256
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -52,26 +52,6 @@ class SynthesisSettings:
             "noise_scale": round(self.noise_scale, 6),
             "noise_w": round(self.noise_w, 6),
         }
-
-
-_FINGERPRINTS: dict[tuple[str, int, int], str] = {}
-_FINGERPRINT_LOCK = threading.Lock()
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, remembered per (path, size, mtime) for the life of the process."""
-    st = path.stat()
-    memo_key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    with _FINGERPRINT_LOCK:
-        if memo_key in _FINGERPRINTS:
-            return _FINGERPRINTS[memo_key]
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    with _FINGERPRINT_LOCK:
-        _FINGERPRINTS[memo_key] = digest.hexdigest()
-    return digest.hexdigest()
 
 
 class Voice:
@@ -108,6 +88,8 @@ class Voice:
         self._ids = PhonemeIds(config["phoneme_id_map"])
         self._session = session
         self._fingerprint: str | None = None
+        self.hash_memo: Path | None = None
+        """A file where the sha256 of the voice files is remembered across restarts."""
 
     # ----------------------------------------------------------------- loading
     @classmethod
@@ -151,7 +133,7 @@ class Voice:
     def fingerprint(self) -> str:
         """sha256 over the model's and its config's sha256: changes whenever either file does."""
         if self._fingerprint is None:
-            both = file_sha256(self.onnx_path) + file_sha256(self.json_path)
+            both = file_sha256(self.onnx_path, self.hash_memo) + file_sha256(self.json_path, self.hash_memo)
             self._fingerprint = hashlib.sha256(both.encode()).hexdigest()
         return self._fingerprint
 

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Config
+from .hashes import HASH_MEMO_NAME
 from .voice import Voice, VoiceError
 
 _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_VOICE = "en_US-joe-medium"
+
 
 
 @dataclass(frozen=True)
@@ -103,13 +105,15 @@ def _info(name: str, onnx_path: Path, source: str) -> VoiceInfo:
 def load_voice(config: Config, name: str | None = None) -> Voice:
     """Load the configured voice (or `name`) with the config's synthesis options."""
     path = find_voice(name or config.voice.name, config.voice.dirs)
-    return Voice.load(
+    voice = Voice.load(
         path,
         threads=config.voice.threads,
         max_phonemes=config.voice.max_phonemes,
         sentence_pause_ms=config.voice.sentence_pause_ms,
         date_order=config.frontend.date_order,
     )
+    voice.hash_memo = config.cache.dir / HASH_MEMO_NAME
+    return voice
 
 
 def default_settings(config: Config, voice: Voice):  # noqa: ANN201 - SynthesisSettings

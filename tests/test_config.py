@@ -73,3 +73,11 @@ def test_bad_yaml_and_missing_file(tmp_path: Path) -> None:
 def test_config_is_frozen() -> None:
     with pytest.raises(AttributeError):
         Config().output = "publish"  # type: ignore[misc]
+
+
+def test_default_paths_resolve_beside_the_file(tmp_path: Path) -> None:
+    """An unset cache.dir / mqtt.state_dir lands beside the config, not in the current folder."""
+    (tmp_path / "c.yaml").write_text("device_id: x\n")
+    config = load_config(tmp_path / "c.yaml")
+    assert config.cache.dir == tmp_path / "cache"
+    assert config.mqtt.state_dir == tmp_path / "state"

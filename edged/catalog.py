@@ -1,0 +1,95 @@
+"""The voice catalog, `models/voices.yaml`: the voices edged knows, with sha256 and size per file.
+
+Found at the root of a source checkout (also an editable install), else as package data
+`edged/data/voices.yaml` if a build ships one. Without either the catalog is empty and voice
+files are only checked for presence.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+_LOGGER = logging.getLogger(__name__)
+
+_CHECKOUT_PATH: Final = Path(__file__).resolve().parent.parent / "models" / "voices.yaml"
+_SHA256_RE: Final = re.compile(r"[0-9a-f]{64}")
+
+
+class CatalogError(Exception):
+    """The catalog file is unreadable or malformed; the message names the file and entry."""
+
+
+@dataclass(frozen=True)
+class CatalogFile:
+    name: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class CatalogVoice:
+    name: str
+    source: str
+    files: tuple[CatalogFile, ...]
+    license: str = ""
+
+
+def catalog_path() -> Path | None:
+    """Where the catalog is read from, or None when this install has none."""
+    if _CHECKOUT_PATH.is_file():
+        return _CHECKOUT_PATH
+    packaged = importlib.resources.files("edged").joinpath("data", "voices.yaml")
+    if packaged.is_file():
+        return Path(str(packaged))
+    return None
+
+
+@functools.cache
+def load_catalog(path: Path | None = None) -> dict[str, CatalogVoice]:
+    """Voices by name. `path=None`: the catalog of this install (empty if there is none)."""
+    path = path or catalog_path()
+    if path is None:
+        _LOGGER.debug("No voice catalog in this install; sha256 checks are skipped")
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise CatalogError(f"{path}: cannot read voice catalog: {_one_line(err)}") from err
+    voices = data.get("voices") if isinstance(data, dict) else None
+    if not isinstance(voices, dict):
+        raise CatalogError(f"{path}: expected a 'voices:' mapping")
+    return {name: _voice(path, str(name), entry) for name, entry in voices.items()}
+
+
+def _voice(path: Path, name: str, entry: Any) -> CatalogVoice:
+    where = f"{path}: voices.{name}"
+    if not isinstance(entry, dict) or not isinstance(entry.get("files"), dict):
+        raise CatalogError(f"{where}: expected a mapping with 'files:'")
+    files = []
+    for file_name, meta in entry["files"].items():
+        sha = meta.get("sha256") if isinstance(meta, dict) else None
+        size = meta.get("size") if isinstance(meta, dict) else None
+        if not isinstance(sha, str) or not _SHA256_RE.fullmatch(sha):
+            raise CatalogError(f"{where}.files.{file_name}.sha256: expected 64 hex digits")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise CatalogError(f"{where}.files.{file_name}.size: expected a byte count")
+        if "/" in str(file_name) or str(file_name) in ("", ".", ".."):
+            raise CatalogError(f"{where}.files.{file_name}: expected a plain file name")
+        files.append(CatalogFile(str(file_name), sha, size))
+    return CatalogVoice(name, str(entry.get("source", "")), tuple(files),
+                        str(entry.get("license", "")))
+
+
+def _one_line(err: Exception) -> str:
+    mark = getattr(err, "problem_mark", None)
+    if isinstance(err, yaml.MarkedYAMLError) and mark is not None:
+        return f"{err.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(str(err).split())

@@ -1,0 +1,278 @@
+"""Start-up checks shared by `edged run` and `edged check-config`.
+
+Each problem is one line, `<key or file>: <what is wrong>`, so a person (or the journal) can act
+on it. Config syntax and ranges are already checked by `load_config`; these checks look at
+the things a config points to: voice files and their sha256, writable folders (cache.dir,
+mqtt.state_dir), MQTT secret and TLS files, WAV files, and the service's memory limit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import ssl
+import tempfile
+import typing
+import wave
+from pathlib import Path
+from typing import Final
+
+from .config import Config, ConfigError
+from .hashes import HASH_MEMO_NAME
+
+_LOGGER = logging.getLogger(__name__)
+
+HASH_CACHE_NAME: Final = HASH_MEMO_NAME
+"""Remembered sha256 of voice files (by path, size, mtime, inode), in cache.dir."""
+_MAX_SECRET_BYTES: Final = 4096
+_MAX_WAV_BYTES: Final = 16 << 20
+
+
+def run_checks(config: Config, *, create_dirs: bool = False) -> list[str]:
+    """Every problem found (empty: ready to start). `create_dirs`: make missing folders
+    (the daemon does; `check-config` only checks that they could be made)."""
+    problems = _check_dirs(config, create_dirs)
+    problems += _check_voice(config)
+    problems += _check_mqtt_files(config)
+    problems += _check_audio_files(config)
+    problems += _check_memory_limit(config)
+    return problems
+
+
+def ensure_ready(config: Config) -> None:
+    """For the daemon, before it starts anything: log every problem and raise ConfigError with
+    the first (one line on stderr, exit 2; systemd's restart limit then stops the retries)."""
+    problems = run_checks(config, create_dirs=True)
+    for problem in problems[1:]:  # the first becomes the exception's one line
+        _LOGGER.error("Start-up check failed: %s", problem)
+    if problems:
+        more = f" (and {len(problems) - 1} more, see the log)" if len(problems) > 1 else ""
+        raise ConfigError(problems[0] + more)
+
+
+# ---------------------------------------------------------------------------- folders
+def _check_dirs(config: Config, create: bool) -> list[str]:
+    folders = (("cache.dir", config.cache.dir), ("mqtt.state_dir", config.mqtt.state_dir))
+    problems = (check_writable_dir(Path(path), key, create=create) for key, path in folders)
+    return [p for p in problems if p]
+
+
+def check_writable_dir(path: Path, key: str, *, create: bool = False) -> str | None:
+    """None if `path` is (or, when missing, could be made) a folder we can write to.
+
+    Tested for real by creating and removing a file: permission bits say nothing about
+    read-only mounts (ProtectSystem=strict) and root ignores them anyway.
+    """
+    if path.exists() and not path.is_dir():
+        return f"{key}: {path} is not a folder"
+    if not path.exists():
+        if create:
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                return f"{key}: cannot create {path}: {err.strerror or err}"
+        else:
+            # Would `mkdir -p` work? The nearest existing ancestor must be a writable folder.
+            parent = path.parent
+            while not parent.exists() and parent != parent.parent:
+                parent = parent.parent
+            if not parent.is_dir():
+                return f"{key}: cannot create {path}: {parent} is not a folder"
+            problem = _probe_write(parent)
+            return f"{key}: cannot create {path}: {problem}" if problem else None
+    problem = _probe_write(path)
+    return f"{key}: {path} is not writable: {problem}" if problem else None
+
+
+def _probe_write(folder: Path) -> str | None:
+    try:
+        fd, name = tempfile.mkstemp(prefix=".edged-write-test-", dir=folder)
+    except OSError as err:
+        return err.strerror or str(err)
+    os.close(fd)
+    os.unlink(name)
+    return None
+
+
+# ---------------------------------------------------------------------------- voice
+def _check_voice(config: Config) -> list[str]:
+    from .voice import VoiceError  # imported here: the voice stack is heavy to import
+    from .voices import find_voice
+
+    extra = []
+    for i, name in enumerate(config.voices):
+        try:
+            find_voice(name, config.voice.dirs)
+        except VoiceError as err:
+            extra.append(f"voices[{i}]: {err}")
+    try:
+        onnx_path = find_voice(config.voice.name, config.voice.dirs)
+    except VoiceError as err:
+        return [f"voice.name: {err}", *extra]
+    json_path = Path(f"{onnx_path}.json")
+    problems = [p for p in (_check_readable(onnx_path), _check_readable(json_path)) if p]
+    if problems:
+        return problems + extra
+    return check_voice_hashes(onnx_path, Path(config.cache.dir) / HASH_CACHE_NAME) + extra
+
+
+def check_voice_hashes(onnx_path: Path, hash_cache: Path | None = None) -> list[str]:
+    """Problems with a voice whose name is in the catalog: a file missing, of the wrong size
+    or the wrong sha256. A voice the catalog does not list passes (nothing to compare with).
+
+    The sha256 of a file is remembered in `hash_cache` by (path, size, mtime, inode), so a
+    restart does not rehash a 63 MB model; a file replaced or touched is hashed again.
+    """
+    from .catalog import CatalogError, load_catalog
+    from .hashes import file_sha256, forget
+
+    name = onnx_path.name.removesuffix(".onnx")
+    try:
+        entry = load_catalog().get(name)
+    except CatalogError as err:
+        return [str(err)]
+    if entry is None:
+        return []
+    problems = []
+    for expected in entry.files:
+        path = onnx_path.parent / expected.name
+        try:
+            st = path.stat()
+        except OSError as err:
+            problems.append(f"{path}: listed for voice {name} in the catalog but "
+                            f"{err.strerror or err}")
+            continue
+        if st.st_size != expected.size:
+            problems.append(f"{path}: size {st.st_size} bytes, the catalog says {expected.size}"
+                            f" (incomplete or different file)")
+            continue
+        try:
+            # Remembered in-process too: Voice.fingerprint, asked by the phrase cache later
+            # in this process, does not hash the model a second time.
+            digest = file_sha256(path, hash_cache)
+        except OSError as err:
+            problems.append(f"{path}: cannot read: {err.strerror or err}")
+            continue
+        if digest != expected.sha256:
+            forget(path, hash_cache)
+            problems.append(f"{path}: sha256 {digest} does not match the catalog's "
+                            f"{expected.sha256} (damaged or different file)")
+    return problems
+
+
+# ---------------------------------------------------------------------------- MQTT files
+def _check_mqtt_files(config: Config) -> list[str]:
+    mqtt, tls = config.mqtt, config.mqtt.tls
+    problems = []
+    if mqtt.password_file is not None:
+        problem = _check_readable(mqtt.password_file, max_bytes=_MAX_SECRET_BYTES)
+        if problem:
+            problems.append(f"mqtt.password_file: {problem}")
+        elif not mqtt.password_file.read_bytes().strip():
+            problems.append(f"mqtt.password_file: {mqtt.password_file} is empty")
+        if mqtt.username is None:
+            problems.append("mqtt.password_file: set without mqtt.username")
+    for key, path in (("ca_file", tls.ca_file), ("cert_file", tls.cert_file),
+                      ("key_file", tls.key_file)):
+        problem = _check_readable(path) if path is not None else None
+        if problem:
+            problems.append(f"mqtt.tls.{key}: {problem}")
+    if problems:
+        return problems
+    if tls.key_file is not None and tls.cert_file is None:
+        return ["mqtt.tls.key_file: set without mqtt.tls.cert_file"]
+    context = ssl.create_default_context()
+    if tls.ca_file is not None:
+        try:
+            context.load_verify_locations(cafile=str(tls.ca_file))
+        except (ssl.SSLError, ValueError) as err:
+            problems.append(f"mqtt.tls.ca_file: {tls.ca_file}: not a PEM CA certificate: {err}")
+    if tls.cert_file is not None:
+        key = str(tls.key_file) if tls.key_file else None
+        try:
+            # password=b"": an encrypted key fails here instead of prompting on a terminal.
+            context.load_cert_chain(str(tls.cert_file), key, password=b"")
+        except (ssl.SSLError, ValueError) as err:
+            problems.append(
+                f"mqtt.tls.cert_file: {tls.cert_file}: certificate and key "
+                f"({key or 'in the same file'}) do not load together (unencrypted PEM "
+                f"key matching the certificate expected): {err}"
+            )
+    return problems
+
+
+# ---------------------------------------------------------------------------- audio files
+def _check_audio_files(config: Config) -> list[str]:
+    """Every file path under `audio:` (chimes and the like) must be a readable WAV."""
+    problems = []
+    hints = typing.get_type_hints(type(config.audio))
+    for f in dataclasses.fields(config.audio):
+        value = getattr(config.audio, f.name)
+        if value is None or Path not in (hints[f.name], *typing.get_args(hints[f.name])):
+            continue
+        paths = value if isinstance(value, tuple) else (value,)
+        for i, path in enumerate(paths):
+            key = f"audio.{f.name}" + (f"[{i}]" if isinstance(value, tuple) else "")
+            problem = check_wav_file(path, key)
+            if problem:
+                problems.append(problem)
+    return problems
+
+
+def check_wav_file(path: Path, key: str) -> str | None:
+    """None if `path` is a readable 16-bit mono WAV with at least one frame."""
+    from .audio import from_wav_bytes
+
+    problem = _check_readable(path, max_bytes=_MAX_WAV_BYTES)
+    if problem:
+        return f"{key}: {problem}"
+    try:
+        audio = from_wav_bytes(path.read_bytes())
+    except (wave.Error, EOFError, ValueError) as err:
+        return f"{key}: {path}: not a 16-bit mono WAV file: {err}"
+    except OSError as err:
+        return f"{key}: {path}: cannot read: {err.strerror or err}"
+    if len(audio.samples) == 0:
+        return f"{key}: {path}: WAV file holds no audio"
+    return None
+
+
+# ---------------------------------------------------------------------------- memory
+def _check_memory_limit(config: Config, cgroup_root: Path = Path("/sys/fs/cgroup")) -> list[str]:
+    """Under systemd, MemoryMax= below limits.memory_mb would get edged OOM-killed in a loop."""
+    max_bytes = service_memory_max(cgroup_root)
+    if max_bytes is not None and max_bytes < config.limits.memory_mb << 20:
+        return [f"limits.memory_mb: {config.limits.memory_mb} MB is more than this service's "
+                f"memory limit ({max_bytes >> 20} MB, MemoryMax=); lower it or raise MemoryMax="]
+    return []
+
+
+def service_memory_max(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """memory.max of our own cgroup (cgroup v2) in bytes; None if unlimited or unknown."""
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                value = (cgroup_root / line[3:].lstrip("/") / "memory.max").read_text().strip()
+                return None if value == "max" else int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+# ---------------------------------------------------------------------------- helpers
+def _check_readable(path: Path, *, max_bytes: int | None = None) -> str | None:
+    try:
+        st = path.stat()
+    except OSError as err:
+        return f"{path}: {err.strerror or err}"
+    if not path.is_file():
+        return f"{path}: not a regular file"
+    if max_bytes is not None and st.st_size > max_bytes:
+        return f"{path}: larger than {max_bytes} bytes"
+    try:
+        with path.open("rb") as f:
+            f.read(1)
+    except OSError as err:
+        return f"{path}: cannot read: {err.strerror or err}"
+    return None

@@ -1,0 +1,315 @@
+"""The daemon: requests from MQTT, one speaker thread, events and audio back.
+
+    paho network thread                       speaker thread (exactly one)
+    on_say: parse -> check -> queue.put  ──►  job = queue.get()  (best priority first)
+      "queued" (or "rejected" + ack)            "started" -> cache or voice -> outputs
+    on_control: stop/skip/clear/pause/resume    "finished"/"failed" -> remember id -> ack
+
+A request is acknowledged to the broker only after its final event, so one the daemon had
+not finished when it died is redelivered; finished ids are remembered on disk (DoneLog) so
+a redelivery of something already spoken is acknowledged silently instead of spoken twice.
+
+In-flight window: the daemon holds at most `limits.queue` waiting requests plus the one it is
+speaking, all unacknowledged. It asks the broker for a receive maximum of `limits.queue + 2`,
+one slot more than it can hold, so a request beyond a full queue is still delivered and
+answered "busy" at once (and acknowledged) rather than held back silently by the broker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from . import __version__
+from .config import Config
+from .donelog import DoneLog
+from .jobqueue import JobQueue, QueueFull
+from .memory import MemoryGuard
+from .mqtt import MqttLink, Ticket
+from .requests import RequestError, Rules, new_id, parse_control, parse_request
+from .speaker import Job, Speaker
+from .voice import SynthesisSettings, Voice, VoiceError
+from .voice_pool import VoicePool
+from .voices import default_settings
+
+_LOGGER = logging.getLogger(__name__)
+SHUTDOWN: Final = "shutdown"
+"""Abort reason of the job cut short by SIGTERM: it gets no final event and no ack."""
+_STATS_EVERY_S: Final = 5.0
+
+
+class Daemon:
+    """Wiring of link, queue, voice, cache and player. `start`, then `stop` from any thread."""
+
+    def __init__(self, config: Config, *, voice: Voice, cache: Any, done: DoneLog,
+                 player: Any = None, status: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self._voice = voice
+        self._default_names = {config.voice.name, voice.name}
+        # Other voices load on first use and are unloaded LRU within limits.memory_mb.
+        self._pool = VoicePool(config)
+        self._allowed = self._default_names | set(config.voices)
+        self._memory = MemoryGuard(config.limits.memory_mb)
+        self._settings = default_settings(config, voice)
+        self._cache = cache
+        self._done = done
+        self._player = player
+        self._status = status
+        """Where a one-line status goes on every change (systemd's STATUS=)."""
+        outputs = {"publish"} | ({"play"} if player is not None else set())
+        self._rules = Rules(max_chars=config.limits.max_chars, voices=self._allowed,
+                            outputs=outputs)
+        self._queue: JobQueue[Job] = JobQueue(config.limits.queue)
+        self._lock = threading.Lock()
+        self._held: dict[tuple[int, int], Job] = {}
+        self._active_ids: set[str] = set()
+        self._current: Job | None = None
+        self._stopping = threading.Event()
+        self._stats: tuple[float, dict[str, Any]] = (0.0, {})
+        self.heartbeat = time.monotonic()
+        self.link = MqttLink(config, self, receive_maximum=config.limits.queue + 2)
+        self._speaker = Speaker(cache, player, self.link, stream_audio=config.mqtt.stream_audio,
+                                beat=self._beat)
+        self._worker = threading.Thread(target=self._work, name="edged-speaker", daemon=True)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._worker.start()
+        self.link.start()
+
+    def stop(self) -> None:
+        """Finish the current announcement (up to limits.stop_timeout_s), leave the rest
+        unacknowledged for redelivery, say offline, disconnect."""
+        self._stopping.set()
+        self._queue.close()
+        self._worker.join(self.config.limits.stop_timeout_s)
+        if self._worker.is_alive():
+            with self._lock:
+                if self._current is not None:
+                    self._current.abort = SHUTDOWN
+            if self._player is not None:
+                self._player.interrupt()
+            self._worker.join(5.0)
+        self.link.stop()
+        with contextlib.suppress(Exception):
+            self._cache.close()
+        self._done.close()
+
+    # -- requests (paho network thread) ----------------------------------------------------
+
+    def on_connected(self, session_present: bool) -> None:
+        self._publish_state()
+
+    def on_say(self, payload: bytes, ticket: Ticket) -> None:
+        received = time.monotonic()
+        if self._stopping.is_set():
+            return  # not acknowledged: the broker keeps it for the next start
+        with self._lock:
+            if ticket.dup and (ticket.generation, ticket.mid) in self._held:
+                return  # redelivered after a reconnect; the copy we hold will be acked
+        try:
+            request = parse_request(payload, self._rules)
+        except RequestError as err:
+            _LOGGER.warning("Rejected a request: %s", err)
+            self._event(err.request_id or new_id(), "rejected", error=str(err))
+            self.link.ack(ticket)
+            return
+        # Without an id, a redelivery is recognised by its packet id and payload.
+        key = request.id if request.id_given else (
+            f"~{ticket.mid}:{hashlib.sha256(payload).hexdigest()[:16]}")
+        duplicate = key in self._done and (request.id_given or ticket.dup)
+        with self._lock:
+            duplicate = duplicate or (request.id_given and request.id in self._active_ids)
+        if duplicate:
+            _LOGGER.info("Request %s was delivered again; already handled, not spoken twice",
+                         request.id)
+            self.link.ack(ticket)
+            return
+        voice_name = request.voice or self.config.voice.name
+        over = self._memory.over_budget()
+        if over:
+            self._reject(request.id, over, ticket)
+            return
+        try:
+            settings = self._settings_for(request, voice_name)
+        except VoiceError as err:
+            self._reject(request.id, str(err), ticket)
+            return
+        ttl = request.ttl_s if request.ttl_s is not None else self.config.limits.task_timeout_s
+        job = Job(request, ticket, key, voice_name, settings,
+                  request.output or self.config.output, ttl, received)
+        try:
+            displaced = self._queue.put(job, request.rank, on_admit=self._admit)
+        except QueueFull:
+            self._reject(request.id, f"busy: {self._queue.maxsize} requests are already "
+                         f"waiting (limits.queue); try again later", ticket)
+            return
+        if displaced is not None:
+            self._finish(displaced, "failed", error="dropped from the full queue to make room "
+                         f"for {request.priority} request {request.id}")
+        if request.priority == "critical":
+            self._interrupt(lambda job: job.request.priority != "critical",
+                            f"interrupted by critical request {request.id}")
+        self._publish_state()
+
+    def on_control(self, payload: bytes, ticket: Ticket) -> None:
+        try:
+            control = parse_control(payload)
+        except RequestError as err:
+            self._reject(err.request_id or new_id(), str(err), ticket)
+            return
+        reason = f"{control.action} by control request {control.id}"
+        affected: list[str] = []
+        if control.action in ("clear", "stop"):
+            for job in self._queue.drain():
+                self._finish(job, "failed", error=f"cleared: {reason}")
+                affected.append(job.request.id)
+        if control.action in ("skip", "stop"):
+            affected += self._interrupt(lambda job: True, f"skipped: {reason}")
+        if control.action == "pause":
+            self._queue.pause()
+        elif control.action == "resume":
+            self._queue.resume()
+        self._event(control.id, "finished", action=control.action, affected=affected)
+        self.link.ack(ticket)
+        self._publish_state()
+
+    def _admit(self, job: Job) -> None:
+        # Runs under the queue lock, before the speaker thread can see the job.
+        with self._lock:
+            self._held[(job.ticket.generation, job.ticket.mid)] = job
+            self._active_ids.add(job.request.id)
+        self._event(job.request.id, "queued", priority=job.request.priority,
+                    queue=len(self._queue) + 1)  # the queue's lock is an RLock: re-entry is fine
+
+    def _settings_for(self, request: Any, voice_name: str) -> SynthesisSettings | None:
+        if voice_name not in self._default_names:
+            return None  # an extra voice, loaded (and its speaker checked) when its turn comes
+        voice = self._voice
+        if request.speaker is None and request.speed is None:
+            return self._settings if voice is self._voice else default_settings(self.config, voice)
+        c = self.config.voice
+        return voice.settings(
+            speaker=request.speaker if request.speaker is not None else c.speaker,
+            speed=request.speed if request.speed is not None else c.speed,
+            noise_scale=c.noise_scale, noise_w=c.noise_w,
+        )
+
+    def _interrupt(self, which: Any, reason: str) -> list[str]:
+        with self._lock:
+            job = self._current
+            if job is None or job.abort is not None or not which(job):
+                return []
+            job.abort = reason
+        if self._player is not None:
+            self._player.interrupt()
+        return [job.request.id]
+
+    # -- the speaker thread ---------------------------------------------------------------
+
+    def _work(self) -> None:
+        while not self._stopping.is_set():
+            self.heartbeat = time.monotonic()
+            job = self._queue.get(timeout=0.5)
+            if job is None:
+                continue
+            try:
+                self._serve(job)
+            except Exception:  # one announcement must never stop the speaker
+                _LOGGER.exception("Unexpected error serving request %s", job.request.id)
+                self._finish(job, "failed", error="internal error; see the daemon log")
+
+    def _serve(self, job: Job) -> None:
+        waited = time.monotonic() - job.received
+        if waited > job.ttl_s:
+            self._finish(job, "failed", error=f"expired: waited {waited:.1f} s in the queue; "
+                         f"its ttl_s is {job.ttl_s:g} s")
+            return
+        with self._lock:
+            self._current = job
+        self._event(job.request.id, "started")
+        self._publish_state()
+        try:
+            voice = (self._voice if job.voice_name in self._default_names
+                     else self._pool.get(job.voice_name))
+            settings = job.settings or voice.settings(speaker=job.request.speaker,
+                                                      speed=job.request.speed)
+            outcome = self._speaker.speak(job, voice, settings)
+        except Exception as err:
+            if job.abort == SHUTDOWN:
+                return
+            _LOGGER.warning("Request %s failed: %s", job.request.id, err)
+            self._finish(job, "failed", error=f"speaking failed: {err}")
+            return
+        finally:
+            with self._lock:
+                self._current = None
+            self._publish_state()
+        if job.abort == SHUTDOWN:
+            return  # left unacknowledged: the broker redelivers it after the restart
+        if job.abort is not None:
+            self._finish(job, "failed", error=job.abort)
+        else:
+            self._finish(job, "finished", **outcome)
+
+    def _beat(self) -> None:
+        self.heartbeat = time.monotonic()
+
+    # -- events, acks, state --------------------------------------------------------------
+
+    def _finish(self, job: Job, kind: str, **fields: Any) -> None:
+        """The one final event of an accepted request, then remember it, then acknowledge."""
+        self._event(job.request.id, kind, **fields)
+        if kind == "finished":
+            _LOGGER.info("Finished request %s (%s, %d ms of audio, first audio after %s ms)",
+                         job.request.id, "cached" if fields.get("cached") else "synthesized",
+                         fields.get("duration_ms", 0), fields.get("first_audio_ms"))
+        else:
+            _LOGGER.info("Request %s %s: %s", job.request.id, kind, fields.get("error"))
+        self._done.add(job.key)
+        with self._lock:
+            self._held.pop((job.ticket.generation, job.ticket.mid), None)
+            self._active_ids.discard(job.request.id)
+        self.link.ack(job.ticket)
+
+    def _reject(self, request_id: str, error: str, ticket: Ticket) -> None:
+        _LOGGER.warning("Rejected request %s: %s", request_id, error)
+        self._event(request_id, "rejected", error=error)
+        self.link.ack(ticket)
+
+    def _event(self, request_id: str, kind: str, **fields: Any) -> None:
+        event = {"id": request_id, "event": kind, "ts": round(time.time(), 3), **fields}
+        self.link.publish_json(self.link.topics.event, event)
+
+    def _publish_state(self) -> None:
+        with self._lock:
+            speaking = self._current is not None
+        now = time.monotonic()
+        if now - self._stats[0] > _STATS_EVERY_S:
+            try:
+                self._stats = (now, self._cache.stats())
+            except Exception as err:  # stats are nice to have; never worth a failed request
+                self._stats = (now, {"error": str(err)})
+        state = {
+            "state": "speaking" if speaking else "idle",
+            "queue": len(self._queue),
+            "paused": self._queue.paused,
+            "voice": self._voice.name,
+            "voices": sorted(self._allowed),
+            "output": self.config.output,
+            "cache": self._stats[1],
+            "version": __version__,
+            "device_id": self.config.device_id,
+            "ts": round(time.time(), 3),
+        }
+        self.link.publish_json(self.link.topics.state, state, retain=True)
+        if self._status is not None:
+            self._status(f"{state['state']}, {state['queue']} waiting"
+                         f"{', paused' if state['paused'] else ''}, broker "
+                         f"{'connected' if self.link.connected.is_set() else 'disconnected'}")

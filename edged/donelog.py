@@ -1,0 +1,119 @@
+"""Which requests already reached their final event: the half of exactly-once that lives here.
+
+The broker redelivers every request the daemon had not acknowledged. An acknowledgement can
+be lost after the announcement was spoken (the daemon killed between the final event and the
+PUBACK), so the ids of finished requests are appended to a small file and remembered for a
+window (the broker session's lifetime: after that the broker cannot redeliver anyway).
+
+Each `add` is one `write` + `flush`: it survives the process being killed (the kernel has the
+bytes), not a power cut; fsync per announcement would cost milliseconds on an SD card.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class DoneLog:
+    """Thread-safe set of recently finished request keys, backed by an append-only file."""
+
+    def __init__(self, path: Path, window_s: float, max_entries: int = 50_000) -> None:
+        self.path = path
+        self.window_s = window_s
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._done: dict[str, float] = {}
+        self._lines = 0
+        self._file: IO[str] | None = None
+        self._load()
+
+    def __contains__(self, key: str) -> bool:
+        with self._lock:
+            when = self._done.get(key)
+        return when is not None and time.time() - when < self.window_s
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._done)
+
+    def add(self, key: str) -> None:
+        now = time.time()
+        with self._lock:
+            self._done[key] = now
+            if len(self._done) > self.max_entries:
+                del self._done[next(iter(self._done))]
+            if self._file is None:
+                return
+            try:
+                self._file.write(json.dumps({"k": key, "t": round(now, 3)}) + "\n")
+                self._file.flush()
+            except OSError as err:
+                self._give_up(err)
+                return
+            self._lines += 1
+            if self._lines > 2 * len(self._done) + 1000:
+                self._compact()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    # -- file handling (called with the lock held, or from __init__) ----------------------
+
+    def _load(self) -> None:
+        cutoff = time.time() - self.window_s
+        try:
+            with self.path.open(encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    try:
+                        entry = json.loads(line)
+                        key, when = entry["k"], float(entry["t"])
+                    except (ValueError, KeyError, TypeError):
+                        continue  # a torn last line after a crash
+                    if isinstance(key, str) and when > cutoff:
+                        self._done.pop(key, None)
+                        self._done[key] = when
+        except FileNotFoundError:
+            pass
+        except OSError as err:
+            _LOGGER.warning("Cannot read %s (%s); starting without it", self.path, err.strerror)
+        while len(self._done) > self.max_entries:
+            del self._done[next(iter(self._done))]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._compact()
+        except OSError as err:
+            self._give_up(err)
+
+    def _compact(self) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            for key, when in self._done.items():
+                f.write(json.dumps({"k": key, "t": round(when, 3)}) + "\n")
+        os.replace(tmp, self.path)
+        if self._file is not None:
+            self._file.close()
+        self._file = self.path.open("a", encoding="utf-8")
+        self._lines = len(self._done)
+
+    def _give_up(self, err: OSError) -> None:
+        _LOGGER.warning(
+            "Cannot write %s (%s): finished requests are remembered in memory only, so a "
+            "request redelivered after a crash may be spoken twice", self.path,
+            err.strerror or err,
+        )
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None

@@ -1,0 +1,294 @@
+"""Announcement and control requests: untrusted MQTT payloads turned into checked objects.
+
+Everything here is pure: bytes in, `Request`/`Control` out, or a `RequestError` whose message
+is a sentence safe to publish back ("text is 2400 characters; the limit is 500"). Sizes and
+JSON nesting are bounded *before* parsing, so no payload can make the parser do unbounded work.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+PRIORITIES: Final = ("critical", "high", "normal", "low")
+"""Best first; the index is the queue rank."""
+OUTPUTS: Final = ("play", "publish", "both")
+ACTIONS: Final = ("stop", "skip", "clear", "pause", "resume")
+REQUEST_FIELDS: Final = (
+    "text", "id", "voice", "speaker", "speed", "volume", "priority", "output", "ttl_s",
+)
+MAX_ID_CHARS: Final = 64
+MAX_TTL_S: Final = 86400.0
+_MAX_DEPTH: Final = 4
+"""Our schema is flat; a little depth is allowed so wrong types get a specific error."""
+_ID_RE: Final = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+_TOKEN_RE: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_CONTROL_CHARS: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class RequestError(ValueError):
+    """A payload cannot be served; the message is a sentence safe to publish in an event."""
+
+    def __init__(self, message: str, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        """The payload's id when it had a valid one, so the rejection can be matched."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What this daemon accepts; built from the config once."""
+
+    max_chars: int = 500
+    voices: Collection[str] = ()
+    """Voice names a request may choose (empty: the field is not accepted at all)."""
+    outputs: Collection[str] = OUTPUTS
+    """Outputs this device can serve (no `play` without an audio device)."""
+
+    @property
+    def max_bytes(self) -> int:
+        # JSON may spell one character as a 12-byte surrogate pair escape; 1 KiB for the rest.
+        return max(4096, 12 * self.max_chars + 1024)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One announcement, as asked for. None means "the configured default"."""
+
+    text: str
+    id: str = field(default_factory=lambda: new_id())
+    id_given: bool = False
+    voice: str | None = None
+    speaker: str | int | None = None
+    speed: float | None = None
+    volume: float = 1.0
+    priority: str = "normal"
+    output: str | None = None
+    ttl_s: float | None = None
+
+    @property
+    def rank(self) -> int:
+        return PRIORITIES.index(self.priority)
+
+
+@dataclass(frozen=True)
+class Control:
+    """A request on `<prefix>/control`."""
+
+    action: str
+    id: str = field(default_factory=lambda: new_id())
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def parse_request(payload: bytes, rules: Rules) -> Request:
+    """Plain UTF-8 text, or a JSON object (first non-blank character `{` or `[`)."""
+    text = _decode(payload, rules.max_bytes)
+    if text.lstrip()[:1] not in ("{", "["):
+        return Request(text=_check_text(text.strip(), rules.max_chars))
+    data = _load_object(text)
+    request_id = _take_id(data)
+    try:
+        return _build(data, request_id, rules)
+    except RequestError as err:
+        raise RequestError(str(err), request_id) from None
+
+
+def parse_control(payload: bytes) -> Control:
+    """`{"action": "stop"|"skip"|"clear"|"pause"|"resume", "id": str}` or the bare action word."""
+    text = _decode(payload, 4096)
+    if text.lstrip()[:1] not in ("{", "["):
+        return Control(_choice("action", text.strip(), ACTIONS))
+    data = _load_object(text)
+    request_id = _take_id(data)
+    try:
+        _no_unknown(data, ("action", "id"))
+        if "action" not in data:
+            raise RequestError("'action' is missing; expected one of " + ", ".join(ACTIONS))
+        action = _choice("action", data["action"], ACTIONS)
+    except RequestError as err:
+        raise RequestError(str(err), request_id) from None
+    return Control(action, request_id or new_id())
+
+
+# -- the JSON request ------------------------------------------------------------------------
+
+
+def _build(data: dict[str, Any], request_id: str | None, rules: Rules) -> Request:
+    _no_unknown(data, REQUEST_FIELDS)
+    if "text" not in data:
+        raise RequestError("'text' is missing")
+    text = data["text"]
+    if not isinstance(text, str):
+        raise RequestError(f"text must be a string, got {_kind(text)}")
+    values: dict[str, Any] = {"text": _check_text(text.strip(), rules.max_chars)}
+    if request_id is not None:
+        values.update(id=request_id, id_given=True)
+    if data.get("voice") is not None:
+        voice = data["voice"]
+        if not isinstance(voice, str):
+            raise RequestError(f"voice must be a string, got {_kind(voice)}")
+        if voice not in rules.voices:
+            known = ", ".join(sorted(rules.voices)) or "none"
+            raise RequestError(f"unknown voice {_short(voice)}; configured voices: {known}")
+        values["voice"] = voice
+    if data.get("speaker") is not None:
+        values["speaker"] = _speaker(data["speaker"])
+    if data.get("speed") is not None:
+        values["speed"] = _number("speed", data["speed"], 0.5, 2.0)
+    if data.get("volume") is not None:
+        values["volume"] = _number("volume", data["volume"], 0.0, 1.0)
+    if data.get("priority") is not None:
+        values["priority"] = _choice("priority", data["priority"], PRIORITIES)
+    if data.get("output") is not None:
+        output = _choice("output", data["output"], OUTPUTS)
+        wanted = {"play", "publish"} if output == "both" else {output}
+        missing = sorted(w for w in wanted if w not in rules.outputs)
+        if missing:
+            raise RequestError(
+                f"output {output!r} is not available here: this daemon cannot {missing[0]} "
+                f"(its outputs: {', '.join(sorted(rules.outputs))})"
+            )
+        values["output"] = output
+    if data.get("ttl_s") is not None:
+        ttl = _number("ttl_s", data["ttl_s"], 0.0, MAX_TTL_S)
+        if ttl <= 0:
+            raise RequestError("ttl_s must be greater than 0")
+        values["ttl_s"] = ttl
+    return Request(**values)
+
+
+def _take_id(data: dict[str, Any]) -> str | None:
+    if data.get("id") is None:
+        return None
+    value = data["id"]
+    if not isinstance(value, str):
+        raise RequestError(f"id must be a string, got {_kind(value)}")
+    if len(value) > MAX_ID_CHARS:
+        raise RequestError(f"id is {len(value)} characters; the limit is {MAX_ID_CHARS}")
+    if not _ID_RE.fullmatch(value):
+        # The id becomes part of the topic <prefix>/audio/<id>: no '/', '+', '#' or spaces.
+        raise RequestError(
+            "id may only contain letters, digits, '.', '_', ':' and '-' "
+            f"(it names the topic <prefix>/audio/<id>); got {_short(value)}"
+        )
+    return value
+
+
+def _check_text(text: str, max_chars: int) -> str:
+    if not text:
+        raise RequestError("text is empty")
+    if len(text) > max_chars:
+        raise RequestError(f"text is {len(text)} characters; the limit is {max_chars}")
+    bad = _CONTROL_CHARS.search(text)
+    if bad:
+        raise RequestError(
+            f"text contains the control character U+{ord(bad.group()):04X} "
+            f"at position {bad.start()}"
+        )
+    return text
+
+
+def _speaker(value: object) -> str | int:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise RequestError(f"speaker must be a name or a number, got {_kind(value)}")
+    if isinstance(value, int) and not 0 <= value < 100000:
+        raise RequestError(f"speaker {value} is out of range")
+    if isinstance(value, str) and len(value) > MAX_ID_CHARS:
+        raise RequestError(f"speaker is {len(value)} characters; the limit is {MAX_ID_CHARS}")
+    return value
+
+
+def _number(name: str, value: object, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RequestError(f"{name} must be a number, got {_kind(value)}")
+    if not math.isfinite(value) or not lo <= value <= hi:
+        raise RequestError(f"{name} is {value}; it must be between {lo:g} and {hi:g}")
+    return float(value)
+
+
+def _choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        shown = _short(value) if isinstance(value, str) else _kind(value)
+        raise RequestError(f"{name} is {shown}; expected one of {', '.join(choices)}")
+    return value
+
+
+def _no_unknown(data: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = [k for k in data if k not in allowed]
+    if unknown:
+        names = ", ".join(_short(k) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        noun = "field" if len(unknown) == 1 else "fields"
+        raise RequestError(f"unknown {noun} {names}; allowed fields: {', '.join(allowed)}")
+
+
+# -- bytes to a JSON object, bounded ---------------------------------------------------------
+
+
+def _decode(payload: bytes, max_bytes: int) -> str:
+    if len(payload) > max_bytes:
+        raise RequestError(f"payload is {len(payload)} bytes; the limit is {max_bytes}")
+    try:
+        return payload.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as err:
+        raise RequestError(
+            f"payload is not valid UTF-8: {err.reason} (byte 0x{payload[err.start]:02x} "
+            f"at offset {err.start})"
+        ) from None
+
+
+def _load_object(text: str) -> dict[str, Any]:
+    if text.count("{") + text.count("[") > _MAX_DEPTH:
+        _check_depth(text)
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except RequestError:
+        raise
+    except ValueError as err:  # JSONDecodeError, and int() of a 5000-digit number
+        raise RequestError(f"payload looks like JSON but is not valid: {err}") from None
+    if not isinstance(data, dict):
+        raise RequestError(f"a JSON payload must be an object, got {_kind(data)}")
+    return data
+
+
+def _check_depth(text: str) -> None:
+    depth = 0
+    for token in _TOKEN_RE.finditer(text):
+        char = token.group()[0]
+        if char in "[{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                raise RequestError(f"JSON is nested deeper than {_MAX_DEPTH} levels")
+        elif char in "]}":
+            depth -= 1
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise RequestError(f"field {_short(key)} appears twice")
+        data[key] = value
+    return data
+
+
+def _no_constant(name: str) -> None:
+    raise RequestError(f"{name} is not a valid JSON number")
+
+
+def _kind(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "true/false",
+             int: "an integer", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _short(value: object, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"

@@ -1,0 +1,367 @@
+"""Start-up checks (edged.checks) and `edged check-config`: real files, the real default voice,
+real certificates; every problem is one line naming the key or file."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from conftest import EDGED
+
+from edged import checks, hashes
+from edged.audio import Audio, write_wav
+from edged.catalog import CatalogError, load_catalog
+from edged.config import Config, ConfigError, load_config
+
+_VOICE = "en_US-joe-medium"
+_TIMEOUT_S = 60
+
+
+def write_config(tmp_path: Path, data: dict, name: str = "edged.yaml") -> Path:
+    data.setdefault("cache", {}).setdefault("dir", str(tmp_path / "cache"))
+    data.setdefault("mqtt", {}).setdefault("state_dir", str(tmp_path / "state"))
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def check_config_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*EDGED, "check-config", *args], capture_output=True, text=True,
+                          timeout=_TIMEOUT_S, cwd=cwd)
+
+
+@pytest.fixture
+def voice_copy(tmp_path: Path, default_voice_path: Path) -> Path:
+    """The default voice copied into a folder named by voice.dirs (so tests can damage it)."""
+    folder = tmp_path / "voices"
+    folder.mkdir()
+    for suffix in (".onnx", ".onnx.json"):
+        shutil.copy2(f"{default_voice_path.with_suffix('')}{suffix}", folder / f"{_VOICE}{suffix}")
+    return folder / f"{_VOICE}.onnx"
+
+
+# ------------------------------------------------------------------------------ the command
+def test_cli_ok_with_default_voice(tmp_path: Path) -> None:
+    """A good config: 'config OK' on stdout, nothing on stderr, exit 0; FILE and --config both
+    work; the voice's sha256 is remembered in cache.dir for the next start."""
+    (tmp_path / "cache").mkdir()
+    cfg = write_config(tmp_path, {"voice": {"name": _VOICE}})
+    for args in ((str(cfg),), ("--config", str(cfg))):
+        result = check_config_cli(*args)
+        assert (result.returncode, result.stderr) == (0, "")
+        assert result.stdout == f"edged: config OK: {cfg}\n"
+    remembered = json.loads((tmp_path / "cache" / checks.HASH_CACHE_NAME).read_text())
+    expected = {f.sha256 for f in load_catalog()[_VOICE].files}
+    assert {e["sha256"] for e in remembered.values()} == expected
+
+
+def test_cli_reports_every_problem_one_line_each(tmp_path: Path) -> None:
+    """Several problems: one 'edged: <key or file>: …' line each on stderr, exit 2, no
+    traceback, nothing on stdout."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    cfg = write_config(tmp_path, {
+        "voice": {"name": str(tmp_path / "missing.onnx")},
+        "cache": {"dir": str(blocker / "cache")},
+        "mqtt": {"username": "edged", "password_file": str(tmp_path / "no-password")},
+    })
+    result = check_config_cli(str(cfg))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 3, result.stderr
+    assert lines[0].startswith(f"edged: cache.dir: cannot create {blocker}/cache: ")
+    assert lines[1].startswith("edged: voice.name: ") and "missing.onnx" in lines[1]
+    assert lines[2].startswith("edged: mqtt.password_file: ") and "no-password" in lines[2]
+
+
+def test_cli_bad_key_is_one_line(tmp_path: Path) -> None:
+    """A config error (unknown key) is the usual one line naming the key, exit 2."""
+    cfg = write_config(tmp_path, {"limits": {"memroy_mb": 300}})
+    result = check_config_cli(str(cfg))
+    assert result.returncode == 2
+    assert result.stderr.startswith("edged: limits.memroy_mb: unknown key")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_cli_needs_a_file(tmp_path: Path) -> None:
+    """No FILE, no --config and no config/edged.yaml in the folder: a clear error, exit 2;
+    FILE and a different --config together are refused."""
+    result = check_config_cli(cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("edged: no config file")
+    a, b = write_config(tmp_path, {}, "a.yaml"), write_config(tmp_path, {}, "b.yaml")
+    result = check_config_cli(str(a), "--config", str(b))
+    assert result.returncode == 2 and "not both" in result.stderr
+
+
+# ------------------------------------------------------------------------------ folders
+def test_unwritable_cache_dir(tmp_path: Path) -> None:
+    """cache.dir that is a file, or lies under a file, is reported naming the key and path
+    (a path under a regular file is unwritable even for root)."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert checks.check_writable_dir(afile, "cache.dir") == f"cache.dir: {afile} is not a folder"
+    under = afile / "deeper" / "cache"
+    for create in (False, True):
+        problem = checks.check_writable_dir(under, "cache.dir", create=create)
+        assert problem is not None and problem.startswith(f"cache.dir: cannot create {under}: ")
+    assert not (tmp_path / "deeper").exists()
+
+
+def test_unwritable_state_dir(tmp_path: Path, tiny_voice_path: Path) -> None:
+    """mqtt.state_dir (where finished request ids are remembered) is checked like cache.dir."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    cfg = load_config(write_config(tmp_path, {"voice": {"name": str(tiny_voice_path)},
+                                              "mqtt": {"state_dir": str(afile / "state")}}))
+    problems = checks.run_checks(cfg)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"mqtt.state_dir: cannot create {afile}/state: ")
+
+
+def test_writable_cache_dir_made_only_when_asked(tmp_path: Path) -> None:
+    """A missing cache.dir under a writable folder passes; check-config does not create it,
+    the daemon (create=True) does; no probe file is left behind."""
+    target = tmp_path / "new" / "cache"
+    assert checks.check_writable_dir(target, "cache.dir") is None
+    assert not target.parent.exists()
+    assert checks.check_writable_dir(target, "cache.dir", create=True) is None
+    assert target.is_dir() and list(target.iterdir()) == []
+    assert checks.check_writable_dir(target, "cache.dir") is None
+    assert list(target.iterdir()) == []
+
+
+# ------------------------------------------------------------------------------ voice
+def test_voice_checksum_mismatch_same_size(tmp_path: Path, voice_copy: Path) -> None:
+    """A catalog voice whose model was damaged (one byte changed, same size) fails its sha256
+    even after an earlier good check remembered the hash (the mtime changed)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cfg = load_config(write_config(tmp_path, {"voice": {"dirs": [str(voice_copy.parent)]}}))
+    assert checks.run_checks(cfg) == []
+    with voice_copy.open("r+b") as f:
+        f.seek(1000)
+        byte = f.read(1)
+        f.seek(1000)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    problems = checks.run_checks(cfg)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{voice_copy}: sha256 ")
+    assert "does not match the catalog" in problems[0]
+
+
+def test_voice_wrong_size_and_missing_json(tmp_path: Path, voice_copy: Path) -> None:
+    """A truncated model is caught by its size (no hashing needed); a missing .onnx.json is
+    named."""
+    cfg = load_config(write_config(tmp_path, {"voice": {"dirs": [str(voice_copy.parent)]}}))
+    os.truncate(voice_copy, 1000)
+    problems = checks.run_checks(cfg)
+    assert problems == [f"{voice_copy}: size 1000 bytes, the catalog says "
+                        f"{load_catalog()[_VOICE].files[0].size} (incomplete or different file)"]
+    Path(f"{voice_copy}.json").unlink()
+    problems = checks.run_checks(cfg)
+    assert len(problems) == 1 and problems[0].startswith(f"{voice_copy}.json: ")
+
+
+def test_remembered_hash_is_used(tmp_path: Path, voice_copy: Path) -> None:
+    """A restart reads the remembered sha256 instead of rehashing the 63 MB model: a forged
+    entry with the file's exact size/mtime/inode is believed (and then reported)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cfg = load_config(write_config(tmp_path, {"voice": {"dirs": [str(voice_copy.parent)]}}))
+    assert checks.run_checks(cfg) == []
+    store = cache / checks.HASH_CACHE_NAME
+    remembered = json.loads(store.read_text())
+    remembered[str(voice_copy.resolve())]["sha256"] = "0" * 64
+    store.write_text(json.dumps(remembered))
+    hashes.clear_process_memo()  # what a restart forgets; the memo file is what remains
+    problems = checks.run_checks(cfg)
+    assert len(problems) == 1 and f"sha256 {'0' * 64} does not match" in problems[0]
+    # The bad entry was dropped: the next check hashes the file again and passes.
+    assert checks.run_checks(cfg) == []
+
+
+def test_damaged_hash_cache_is_ignored(tmp_path: Path, voice_copy: Path) -> None:
+    """A garbled remembered-hash file is not an error: the voice is simply hashed again."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / checks.HASH_CACHE_NAME).write_text("{not json")
+    cfg = load_config(write_config(tmp_path, {"voice": {"dirs": [str(voice_copy.parent)]}}))
+    assert checks.run_checks(cfg) == []
+    assert json.loads((cache / checks.HASH_CACHE_NAME).read_text())
+
+
+def test_voice_not_in_catalog_only_needs_files(tmp_path: Path, tiny_voice_path: Path) -> None:
+    """A voice the catalog does not list passes on presence alone; an unknown name fails."""
+    cfg = load_config(write_config(tmp_path, {"voice": {"name": str(tiny_voice_path)}}))
+    assert checks.run_checks(cfg) == []
+    cfg = load_config(write_config(tmp_path, {"voice": {"name": "xx_XX-nobody-low"}}))
+    problems = checks.run_checks(cfg)
+    assert len(problems) == 1 and problems[0].startswith("voice.name: ")
+    assert "xx_XX-nobody-low" in problems[0]
+
+
+def test_catalog_of_this_checkout() -> None:
+    """models/voices.yaml is found from a checkout and lists the default voice's two files."""
+    voice = load_catalog()[_VOICE]
+    assert {f.name for f in voice.files} == {f"{_VOICE}.onnx", f"{_VOICE}.onnx.json"}
+    assert all(len(f.sha256) == 64 and f.size > 0 for f in voice.files)
+
+
+@pytest.mark.parametrize("body, where", [
+    ("voices: [a]", "expected a 'voices:' mapping"),
+    ("voices:\n  v:\n    files:\n      v.onnx: {sha256: abc, size: 1}", "v.onnx.sha256"),
+    ("voices:\n  v:\n    files:\n      ../v.onnx: {sha256: " + "a" * 64 + ", size: 1}",
+     "plain file name"),
+])
+def test_malformed_catalog(tmp_path: Path, body: str, where: str) -> None:
+    """A broken catalog is an error naming the file and the entry, not a crash."""
+    path = tmp_path / "voices.yaml"
+    path.write_text(body)
+    with pytest.raises(CatalogError, match=where) as err:
+        load_catalog(path)
+    assert str(err.value).startswith(f"{path}: ")
+
+
+# ------------------------------------------------------------------------------ MQTT files
+def test_password_file_problems(tmp_path: Path, tiny_voice_path: Path) -> None:
+    """mqtt.password_file: missing, empty, a folder, or set without a username."""
+    base = {"voice": {"name": str(tiny_voice_path)}}
+    pw = tmp_path / "pw"
+    cases = [
+        ({"username": "u", "password_file": str(pw)}, "No such file"),
+        ({"username": "u", "password_file": str(tmp_path)}, "not a regular file"),
+    ]
+    for mqtt, expected in cases:
+        problems = checks.run_checks(load_config(write_config(tmp_path, {**base, "mqtt": mqtt})))
+        assert len(problems) == 1 and problems[0].startswith("mqtt.password_file: ")
+        assert expected in problems[0]
+    pw.write_text("\n")
+    cfg = load_config(write_config(tmp_path, {**base, "mqtt": {"username": "u",
+                                                               "password_file": str(pw)}}))
+    assert checks.run_checks(cfg) == [f"mqtt.password_file: {pw} is empty"]
+    pw.write_text("s3cret\n")
+    assert checks.run_checks(cfg) == []
+    cfg = load_config(write_config(tmp_path, {**base, "mqtt": {"password_file": str(pw)}}))
+    assert checks.run_checks(cfg) == ["mqtt.password_file: set without mqtt.username"]
+    assert all("s3cret" not in p for p in checks.run_checks(cfg))
+
+
+def _make_cert(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / f"{name}.crt", tmp_path / f"{name}.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_tls_files(tmp_path: Path, tiny_voice_path: Path) -> None:
+    """mqtt.tls: good CA + cert + key pass; a key of another certificate, a CA that is not
+    PEM, a missing file, and a key without a cert are each one line naming the key."""
+    ca, _ = _make_cert(tmp_path, "ca")
+    cert, key = _make_cert(tmp_path, "client")
+    _, other_key = _make_cert(tmp_path, "other")
+    junk = tmp_path / "junk.pem"
+    junk.write_text("hello")
+
+    def problems(tls: dict) -> list[str]:
+        data = {"voice": {"name": str(tiny_voice_path)}, "mqtt": {"tls": tls}}
+        return checks.run_checks(load_config(write_config(tmp_path, data)))
+
+    assert problems({"ca_file": str(ca), "cert_file": str(cert), "key_file": str(key)}) == []
+    bad = problems({"cert_file": str(cert), "key_file": str(other_key)})
+    assert len(bad) == 1 and bad[0].startswith(f"mqtt.tls.cert_file: {cert}: ")
+    bad = problems({"ca_file": str(junk)})
+    assert len(bad) == 1 and bad[0].startswith(f"mqtt.tls.ca_file: {junk}: not a PEM")
+    bad = problems({"ca_file": str(tmp_path / "nope.crt")})
+    assert len(bad) == 1 and bad[0].startswith("mqtt.tls.ca_file: ") and "nope.crt" in bad[0]
+    assert problems({"key_file": str(key)}) == ["mqtt.tls.key_file: set without "
+                                               "mqtt.tls.cert_file"]
+
+
+# ------------------------------------------------------------------------------ WAV, memory
+def test_wav_file_check(tmp_path: Path) -> None:
+    """A chime must be a readable, non-empty 16-bit mono WAV; anything else is named."""
+    good = tmp_path / "chime.wav"
+    write_wav(good, Audio(np.ones(100, dtype=np.int16), 22050))
+    assert checks.check_wav_file(good, "audio.chime") is None
+    text = tmp_path / "chime.txt"
+    text.write_text("ding")
+    assert checks.check_wav_file(text, "audio.chime").startswith(
+        f"audio.chime: {text}: not a 16-bit mono WAV file")
+    stereo = tmp_path / "stereo.wav"
+    with wave.open(str(stereo), "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(b"\0" * 400)
+    assert "not a 16-bit mono WAV" in checks.check_wav_file(stereo, "audio.chime")
+    empty = tmp_path / "empty.wav"
+    write_wav(empty, Audio(np.zeros(0, dtype=np.int16), 22050))
+    assert checks.check_wav_file(empty, "audio.chime") == (
+        f"audio.chime: {empty}: WAV file holds no audio")
+    assert "No such file" in checks.check_wav_file(tmp_path / "gone.wav", "audio.chime")
+
+
+def test_memory_limit_below_budget(tmp_path: Path) -> None:
+    """Under a cgroup whose memory.max is below limits.memory_mb the daemon would be
+    OOM-killed in a restart loop: reported naming limits.memory_mb. (A copy of our own cgroup
+    path under a temp root stands in for /sys/fs/cgroup, which we may not change here.)"""
+    own = next(line[3:] for line in Path("/proc/self/cgroup").read_text().splitlines()
+               if line.startswith("0::"))
+    folder = tmp_path / own.lstrip("/")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "memory.max").write_text(f"{256 << 20}\n")
+    config = Config()
+    problems = checks._check_memory_limit(config, cgroup_root=tmp_path)
+    assert len(problems) == 1 and problems[0].startswith("limits.memory_mb: 400 MB is more")
+    (folder / "memory.max").write_text(f"{512 << 20}\n")
+    assert checks._check_memory_limit(config, cgroup_root=tmp_path) == []
+    (folder / "memory.max").write_text("max\n")
+    assert checks._check_memory_limit(config, cgroup_root=tmp_path) == []
+
+
+def test_ensure_ready_raises_first_problem(tmp_path: Path) -> None:
+    """The daemon's entry point: ConfigError with the first problem and a count of the rest;
+    a good config creates the missing cache folder."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    cfg = load_config(write_config(tmp_path, {
+        "voice": {"name": str(tmp_path / "missing.onnx")}, "cache": {"dir": str(afile)}}))
+    with pytest.raises(ConfigError, match=r"^cache\.dir: .* \(and 1 more, see the log\)$"):
+        checks.ensure_ready(cfg)
+    cfg = load_config(write_config(tmp_path, {"cache": {"dir": str(tmp_path / "made")}}))
+    checks.ensure_ready(cfg)
+    assert (tmp_path / "made").is_dir()
+
+
+def test_unknown_extra_voice_is_named(tmp_path: Path) -> None:
+    """A typo in `voices:` is caught before start, with its index."""
+    cfg = load_config(write_config(tmp_path, {"voices": ["no_such_voice"]}))
+    problems = checks.run_checks(cfg, create_dirs=True)
+    assert any(p.startswith("voices[0]: unknown voice 'no_such_voice'") for p in problems), problems

@@ -1,0 +1,85 @@
+"""`edged run` as a command: start-up errors, and the private broker `make run` relies on."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import uuid
+from pathlib import Path
+
+from conftest import EDGED, ROOT, Broker, free_port
+from daemon_harness import DaemonProc, Watcher, wait_log
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def test_private_broker_is_started_when_none_answers(tmp_path: Path,
+                                                     tiny_voice_path: Path) -> None:
+    """`make run` on a fresh machine: no broker at the configured loopback address, so
+    `--private-broker-if-needed` starts one, says so (with the mosquitto_pub line to try),
+    serves requests through it and stops it again on exit."""
+    port = free_port()
+    prefix = f"edged-test/{uuid.uuid4().hex[:8]}"
+    d = DaemonProc(tmp_path / "d", port, prefix, tiny_voice_path)
+    d.config["mqtt"]["host"] = "localhost"
+    d.start(None, "--private-broker-if-needed")
+    try:
+        wait_log(d, "a private mosquitto was started")
+        assert f"mosquitto_pub -h localhost -p {port} -q 1 -t '{prefix}/say'" in d.log_text()
+        w = Watcher(port, prefix)
+        try:
+            w.online()
+            w.say({"text": "Private broker.", "id": "pb1"})
+            assert w.final("pb1")["event"] == "finished"
+        finally:
+            w.close()
+        d.signal(signal.SIGTERM)
+        assert d.wait(15) == 0
+        assert not _port_open(port), "the private broker outlived the daemon"
+    finally:
+        d.stop()
+
+
+def test_no_private_broker_when_one_answers(tmp_path: Path, broker: Broker,
+                                            unique_prefix: str, tiny_voice_path: Path) -> None:
+    """With a broker already listening, the flag changes nothing and the broker stays up."""
+    w = Watcher(broker.port, unique_prefix)
+    d = DaemonProc(tmp_path / "d", broker.port, unique_prefix, tiny_voice_path)
+    try:
+        d.start(w, "--private-broker-if-needed")
+        assert "private mosquitto" not in d.log_text()
+        d.signal(signal.SIGTERM)
+        assert d.wait(10) == 0
+        assert _port_open(broker.port)
+    finally:
+        d.stop()
+        w.close()
+
+
+def test_start_up_errors_are_one_line_and_exit_2(tmp_path: Path, tiny_voice_path: Path) -> None:
+    """A missing voice or a bad config stops `edged run` at once: one line, status 2."""
+    dirs = f"cache: {{dir: {tmp_path / 'cache'}}}\n"  # never the repo's folders
+    tiny = f"{dirs}output: publish\nvoice: {{name: {tiny_voice_path}}}\nmqtt:\n" \
+           f"  state_dir: {tmp_path / 'state'}\n"
+    cases = {
+        tiny.replace(str(tiny_voice_path), "/nonexistent/voice.onnx"): "voice model file not found",
+        tiny + "  topic_prefix: edged/+\n": "mqtt.topic_prefix: must not contain '+'",
+        tiny + "  username: u\n  password_file: nope\n": "mqtt.password_file: ",
+        "limits: {queue: 0}\n": "limits.queue: 0 is out of range",
+    }
+    for i, (text, message) in enumerate(cases.items()):
+        path = tmp_path / f"c{i}.yaml"
+        path.write_text(text)
+        result = subprocess.run([*EDGED, "run", "--config", str(path)], cwd=ROOT,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2, (text, result.stderr)
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith("edged: ") and message in last, (text, result.stderr)
+        assert "Traceback" not in result.stderr

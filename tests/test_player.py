@@ -1,0 +1,511 @@
+"""Local playback through real PortAudio into an ALSA file sink, read back sample by sample.
+
+The sink (tests/alsa_sink.py) is not paced in real time, but the player paces itself, so each
+play() here takes as long as its audio: the signals are kept short. Nothing here times
+playback; timings are in bench/playback.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import wave
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import alsa_sink
+import numpy as np
+import pytest
+import soxr
+
+from edged.audio import Audio
+from edged.config import AudioConfig, ChimesConfig, ConfigError
+from edged.player import Player, PlayerError
+
+RATE = 22050
+_TIMEOUT_S = 10.0
+EXACT = dict(fade_ms=0, normalize=False)  # the file must hold exactly what the chunks hold
+
+
+def _tone(freq: float, seconds: float, *, amp: float = 3000, dc: float = 5000,
+          rate: int = RATE) -> Audio:
+    """A tone on a DC offset: never zero, so silence in the file is never part of it."""
+    t = np.arange(int(seconds * rate)) / rate
+    return Audio(np.round(dc + amp * np.sin(2 * np.pi * freq * t)).astype(np.int16), rate)
+
+
+def _speech_like(seconds: float, level_db: float, seed: int, pause_s: float = 0.1) -> Audio:
+    """Noise shaped like syllables at a given RMS (dB re full scale), then an exact pause."""
+    rng = np.random.default_rng(seed)
+    n = int(seconds * RATE)
+    t = np.arange(n) / RATE
+    x = rng.standard_normal(n) * (0.6 + 0.4 * np.sin(2 * np.pi * 4 * t))
+    x *= 10 ** (level_db / 20) / np.sqrt(np.mean(x**2))
+    x = np.concatenate([x, np.zeros(int(pause_s * RATE))])
+    return Audio(np.round(x * 32768).astype(np.int16), RATE)
+
+
+def _rms_db(y: np.ndarray) -> float:
+    """Level of the non-silent samples (the test signals have exact-zero pauses)."""
+    voiced = y[y != 0].astype(np.float64) / 32768
+    return 10 * np.log10(np.mean(voiced**2))
+
+
+def _ramp(n: int) -> np.ndarray:
+    return 0.5 - 0.5 * np.cos(np.pi * (np.arange(n) + 0.5) / n)
+
+
+def _wait_until(predicate: Callable[[], bool], what: str) -> None:
+    """Poll: the ALSA file gives no notification when it grows."""
+    deadline = time.monotonic() + _TIMEOUT_S
+    tick = threading.Event()
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        tick.wait(0.005)
+
+
+def _play(config: AudioConfig, chunks: list[Audio], **kwargs: object):  # noqa: ANN202
+    player = Player(config)
+    try:
+        return player.play(iter(chunks), **kwargs)
+    finally:
+        player.close()
+
+
+# -- order, alignment, pre-roll, fades, chime ----------------------------------------------
+
+
+def test_chunks_arrive_in_order_gapless_after_exact_preroll(tmp_path, monkeypatch):
+    """Protects: samples reach the device in order and unaltered, joined without gaps, after
+    exactly audio.preroll_ms of silence; the report counts what was written."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    chunks = [_tone(300 + 100 * i, 0.12) for i in range(3)]
+    report = _play(AudioConfig(preroll_ms=100, **EXACT), chunks)
+    preroll = np.zeros(int(0.1 * RATE), dtype=np.int16)
+    expected = np.concatenate([preroll] + [c.samples for c in chunks])
+    assert np.array_equal(sink.samples(), expected)
+    assert (report.interrupted, report.underruns, report.device_errors) == (False, 0, 0)
+    assert report.duration_s == pytest.approx(len(expected) / RATE)
+    assert report.first_audio_s is not None and report.first_audio_s > 0
+
+
+def test_fades_in_and_out_at_the_ends_only(tmp_path, monkeypatch):
+    """Protects: a raised-cosine fade of fade_ms at the start and end of the announcement,
+    none at the joins between chunks (gapless and unaltered in between)."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    chunks = [_tone(440, 0.1), _tone(550, 0.1)]
+    report = _play(AudioConfig(preroll_ms=50, fade_ms=10, normalize=False), chunks)
+    n, pre = int(0.01 * RATE), int(0.05 * RATE)
+    voice = np.concatenate([c.samples for c in chunks]).astype(np.float64)
+    voice[:n] *= _ramp(n)
+    voice[-n:] *= _ramp(n)[::-1]
+    y = sink.samples()
+    assert len(y) == pre + len(voice) and not y[:pre].any()
+    assert np.abs(y[pre:] - np.round(voice)).max() <= 1
+    assert report.underruns == 0
+
+
+def _write_wav(path: Path, samples: np.ndarray, rate: int, channels: int = 1) -> Path:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(np.repeat(samples, channels).astype("<i2").tobytes())
+    return path
+
+
+def test_chime_per_priority_plays_before_the_voice_at_target_level(tmp_path, monkeypatch):
+    """Protects: the chime configured for a priority (a stereo 44.1 kHz WAV here) plays after
+    the pre-roll and before the voice, converted to the device rate and brought to the target
+    loudness; a priority without a chime gets none."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    t = np.arange(int(0.2 * 44100)) / 44100
+    ding = _write_wav(tmp_path / "ding.wav", np.round(2000 * np.sin(2 * np.pi * 880 * t)),
+                      44100, channels=2)
+    config = AudioConfig(preroll_ms=50, fade_ms=5, target_dbfs=-20.0,
+                         chimes=ChimesConfig(critical=ding))
+    voice = _speech_like(0.3, -20.0, seed=1)
+    player = Player(config)
+    try:
+        report = player.play(iter([voice]), priority="critical")
+        with_chime = sink.samples()
+        player.play(iter([voice]), priority="normal")
+        both = sink.samples()  # the stream stays open: the second announcement is appended
+    finally:
+        player.close()
+    pre, chime_n = int(0.05 * RATE), int(0.2 * RATE)
+    assert not with_chime[:pre].any()
+    chime = with_chime[pre : pre + chime_n].astype(np.float64) / 32768
+    spectrum = np.abs(np.fft.rfft(chime))
+    assert np.fft.rfftfreq(len(chime), 1 / RATE)[spectrum.argmax()] == pytest.approx(880, abs=6)
+    assert 10 * np.log10(np.mean(chime**2)) == pytest.approx(-20.0, abs=0.5)
+    assert len(with_chime) == pytest.approx(pre + chime_n + len(voice.samples), abs=2)
+    second = both[len(with_chime):]
+    assert len(second) == pre + len(voice.samples)  # normal priority: no chime
+    assert report.first_audio_s is not None
+
+
+def test_bad_chime_file_is_a_config_error_naming_the_key(tmp_path):
+    """Protects: a chime that is not a usable WAV fails at start with the YAML key and path,
+    not when the first critical announcement arrives."""
+    bad = tmp_path / "chime.wav"
+    bad.write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunk")
+    with pytest.raises(ConfigError, match=r"audio\.chimes\.high: .*chime\.wav"):
+        Player(AudioConfig(chimes=ChimesConfig(high=bad)))
+    long = _write_wav(tmp_path / "long.wav", np.zeros(11 * 8000), 8000)
+    with pytest.raises(ConfigError, match=r"audio\.chimes\.low: .*11\.0 s long"):
+        Player(AudioConfig(chimes=ChimesConfig(low=long)))
+
+
+# -- streaming: underruns, interrupts ----------------------------------------------------------
+
+
+def test_late_chunk_is_bridged_with_counted_silence(tmp_path, monkeypatch):
+    """Protects: when synthesis is slower than playback the gap is filled with silence (the
+    device never starves), counted once, and its length reported matches the file."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    first, second = _tone(440, 0.1), _tone(660, 0.1)
+    slow = threading.Event()  # never set: waiting on it is the slow synthesis of sentence 2
+
+    def chunks() -> Iterator[Audio]:
+        yield first
+        slow.wait(0.4)
+        yield second
+
+    player = Player(AudioConfig(preroll_ms=50, **EXACT))
+    try:
+        report = player.play(chunks())
+    finally:
+        player.close()
+    y = sink.samples()
+    pre = int(0.05 * RATE)
+    assert np.array_equal(y[pre : pre + len(first.samples)], first.samples)
+    rest = y[pre + len(first.samples) :]
+    gap = int(np.argmax(rest != 0))
+    assert np.array_equal(rest[gap:], second.samples)
+    assert report.underruns == 1
+    assert gap > 0.1 * RATE and report.underrun_ms == pytest.approx(1000 * gap / RATE, abs=0.1)
+
+
+def _blocked_announcement(first: Audio, later: Audio) -> tuple[Callable[[], Iterator[Audio]],
+                                                              threading.Event, threading.Event]:
+    asked, release = threading.Event(), threading.Event()
+
+    def chunks() -> Iterator[Audio]:
+        yield first
+        asked.set()
+        assert release.wait(_TIMEOUT_S)  # "synthesizing" the next sentence until released
+        yield later
+
+    return chunks, asked, release
+
+
+def _in_thread(fn: Callable[[], object]) -> tuple[threading.Thread, list]:
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(fn()))
+    thread.start()
+    return thread, result
+
+
+def test_critical_announcement_cuts_in_with_a_fast_fade(tmp_path, monkeypatch):
+    """Protects: a critical play() during a long announcement fades the running one out
+    (fade_ms) where it is, plays right after it, and the cut one reports interrupted and
+    never plays its later chunks. The file shows: A up to the cut, fade, B's pre-roll, B."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    fade_n, pre = int(0.01 * RATE), int(0.05 * RATE)
+    a, a_later, b = _tone(440, 2.0), _tone(300, 0.5), _tone(880, 0.2)
+    chunks, asked, release = _blocked_announcement(a, a_later)
+    player = Player(AudioConfig(preroll_ms=50, fade_ms=10, normalize=False))
+    try:
+        thread, a_report = _in_thread(lambda: player.play(chunks()))
+        assert asked.wait(_TIMEOUT_S)
+        _wait_until(lambda: len(sink.samples()) > pre + 0.3 * RATE, "A to be playing")
+        b_report = player.play(iter([b]), priority="critical")
+        release.set()
+        thread.join(_TIMEOUT_S)
+    finally:
+        release.set()
+        player.close()
+    y = sink.samples()
+    b_part = y[-(pre + len(b.samples)) :]  # the file ends with B's pre-roll and B
+    assert not b_part[:pre].any()
+    assert np.array_equal(b_part[pre + fade_n : -fade_n], b.samples[fade_n:-fade_n])
+    a_part = y[pre : -len(b_part)]  # A from its fade-in to the end of its fade-out
+    cut = len(a_part) - fade_n
+    assert 0.3 * RATE < cut < len(a.samples) - fade_n
+    assert np.array_equal(a_part[fade_n:cut], a.samples[fade_n:cut])  # after A's fade-in
+    fading = a.samples[cut : cut + fade_n] * _ramp(fade_n)[::-1]
+    assert np.abs(a_part[cut:] - np.round(fading)).max() <= 1
+    assert a_report[0].interrupted and not b_report.interrupted
+
+
+def test_interrupt_stops_playback_and_discards_later_chunks(tmp_path, monkeypatch):
+    """Protects: interrupt() (stop/skip/clear) fades the announcement out, play() returns
+    interrupted=True once the generator hands back control, the next chunk is never played,
+    and the player plays the next announcement normally afterwards."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    pre, fade_n = int(0.05 * RATE), int(0.01 * RATE)
+    a, a_later = _tone(440, 1.5), _tone(300, 0.5)
+    chunks, asked, release = _blocked_announcement(a, a_later)
+    player = Player(AudioConfig(preroll_ms=50, fade_ms=10, normalize=False))
+    try:
+        thread, report = _in_thread(lambda: player.play(chunks()))
+        assert asked.wait(_TIMEOUT_S)
+        _wait_until(lambda: len(sink.samples()) > pre + 0.2 * RATE, "playback to be running")
+        player.interrupt()
+        release.set()
+        thread.join(_TIMEOUT_S)
+        cut_file = sink.samples()
+        after = player.play(iter([_tone(500, 0.1)]))
+    finally:
+        release.set()
+        player.close()
+    assert report and report[0].interrupted and not after.interrupted
+    played = cut_file[pre:]
+    assert 0.2 * RATE < len(played) < len(a.samples)
+    assert abs(int(played[-1]) - 5000) > 2000  # ends faded towards zero, not mid-signal
+    assert np.abs(played[-fade_n:].astype(int)).max() < 8000
+    assert len(sink.samples()) == len(cut_file) + pre + int(0.1 * RATE)  # no trace of a_later
+
+
+def test_voice_failing_mid_announcement_reraises_and_player_carries_on(tmp_path, monkeypatch):
+    """Protects: an exception from the chunk generator (the voice failed) comes out of play()
+    after what was playing is faded out, and the next announcement plays normally."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+
+    def failing() -> Iterator[Audio]:
+        yield _tone(440, 0.1)
+        raise RuntimeError("voice exploded")
+
+    player = Player(AudioConfig(preroll_ms=20, **EXACT))
+    try:
+        with pytest.raises(RuntimeError, match="voice exploded"):
+            player.play(failing())
+        before = len(sink.samples())  # the device stays open: the file keeps growing
+        after = player.play(iter([_tone(500, 0.1)]))
+    finally:
+        player.close()
+    assert not after.interrupted
+    assert np.array_equal(sink.samples()[before + int(0.02 * RATE) :], _tone(500, 0.1).samples)
+
+
+# -- loudness ----------------------------------------------------------------------------------
+
+
+def test_two_announcements_come_out_at_the_same_loudness(tmp_path, monkeypatch):
+    """Protects: normalizing brings a quiet and a loud announcement (different signals) to the
+    target level within 1 dB of each other and of audio.target_dbfs."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    config = AudioConfig(preroll_ms=20, fade_ms=0, target_dbfs=-20.0)
+    quiet = [_speech_like(0.3, -34.0, seed=2), _speech_like(0.3, -34.0, seed=3)]
+    t = np.arange(int(0.4 * RATE)) / RATE
+    buzz = 0.3 * np.sign(np.sin(2 * np.pi * 130 * t)) + 0.2 * np.sin(2 * np.pi * 390 * t)
+    loud = [Audio(np.round(buzz * 32768 * 0.9).astype(np.int16), RATE)]
+    player = Player(config)
+    try:
+        player.play(iter(quiet))
+        n_quiet = len(sink.samples())
+        player.play(iter(loud))
+        y = sink.samples()
+    finally:
+        player.close()
+    level_quiet, level_loud = _rms_db(y[:n_quiet]), _rms_db(y[n_quiet:])
+    assert level_quiet == pytest.approx(-20.0, abs=1.0)
+    assert level_loud == pytest.approx(-20.0, abs=1.0)
+    assert abs(level_quiet - level_loud) < 1.0
+
+
+def test_one_gain_per_announcement_and_peaks_limited_not_clipped(tmp_path, monkeypatch):
+    """Protects: the gain is decided once (on the first sentence) and held, so a quieter
+    second sentence stays 6 dB quieter; a much louder third one is limited to peak_dbfs
+    instead of clipping."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    config = AudioConfig(preroll_ms=0, fade_ms=0, target_dbfs=-20.0, peak_dbfs=-3.0)
+    s1, s2, s3 = (_speech_like(0.3, -30.0, seed=4), _speech_like(0.3, -36.0, seed=5),
+                  _speech_like(0.3, -12.0, seed=6))
+    _play(config, [s1, s2, s3])
+    y = sink.samples()
+    n1, n2 = len(s1.samples), len(s2.samples)
+    level1, level2 = _rms_db(y[:n1]), _rms_db(y[n1 : n1 + n2])
+    assert level1 == pytest.approx(-20.0, abs=0.5)
+    assert level1 - level2 == pytest.approx(6.0, abs=0.3)
+    third = y[n1 + n2 :].astype(np.int32)
+    assert np.abs(third).max() <= round(32768 * 10 ** (-3 / 20)) + 1
+    assert not np.any(np.abs(third) >= 32767)
+    assert _rms_db(y[n1 + n2 :]) > level1 + 3  # limited, yet still the loud sentence
+
+
+def test_request_volume_scales_the_output(tmp_path, monkeypatch):
+    """Protects: the request's volume is applied to the samples (after the gain), exactly."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    chunk = _tone(440, 0.1, amp=8000, dc=0)
+    _play(AudioConfig(preroll_ms=0, **EXACT), [chunk], volume=0.25)
+    expected = np.round(chunk.samples.astype(np.float32) / 32768 * 0.25 * 32768)
+    assert np.array_equal(sink.samples(), expected.astype(np.int16))
+
+
+# -- sample rates ------------------------------------------------------------------------------
+
+
+def test_resamples_to_the_configured_device_rate_with_soxr(tmp_path, monkeypatch):
+    """Protects: with audio.rate_hz 48000 the voice's 22050 Hz chunks are converted by soxr,
+    chunk by chunk, with the same result as converting the joined audio (no seams)."""
+    sink = alsa_sink.install(tmp_path, monkeypatch, rate=48000)
+    chunks = [_tone(440, 0.1, amp=8000, dc=0), _tone(660, 0.13, amp=8000, dc=0)]
+    _play(AudioConfig(preroll_ms=0, rate_hz=48000, **EXACT), chunks)
+    joined = np.concatenate([c.samples for c in chunks]).astype(np.float32) / 32768
+    expected = np.round(soxr.resample(joined, RATE, 48000, quality="HQ") * 32768)
+    y = sink.samples()
+    assert len(y) == len(expected)
+    assert np.abs(y - expected).max() <= 1
+
+
+def test_rate_the_device_refuses_is_converted_to_its_default_rate(tmp_path, monkeypatch):
+    """Protects: audio at a rate the device cannot take (2000 Hz: ALSA's plug to 48 kHz
+    refuses it) is converted to the device's default rate instead of failing."""
+    sink = alsa_sink.install(tmp_path, monkeypatch, rate=48000)
+    chunk = _tone(200, 0.25, amp=8000, dc=0, rate=2000)
+    _play(AudioConfig(preroll_ms=0, **EXACT), [chunk])
+    expected = soxr.resample(chunk.samples.astype(np.float32) / 32768, 2000, 48000,
+                             quality="HQ")
+    y = sink.samples()
+    assert len(y) == len(expected)
+    assert np.abs(y - np.round(expected * 32768)).max() <= 1
+
+
+# -- devices -----------------------------------------------------------------------------------
+
+
+def test_device_by_index_and_by_name_substring(tmp_path, monkeypatch):
+    """Protects: audio.device selects a device by index or by a part of its name."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    chunk = _tone(440, 0.05)
+    for device in ("0", "CAPTURE"):  # 0 = edged_capture, the file plugin without the plug
+        sink.out.unlink(missing_ok=True)
+        player = Player(AudioConfig(device=device, preroll_ms=0, **EXACT))
+        player.check_device()
+        _ = player.play(iter([chunk]))
+        player.close()
+        assert np.array_equal(sink.samples(), chunk.samples)
+
+
+def test_no_device_is_a_clear_error_naming_the_configured_one(tmp_path, monkeypatch):
+    """Protects: without any output device, check_device() and play() raise PlayerError that
+    names the configured device; an unknown name lists the devices that do exist."""
+    alsa_sink.install_none(tmp_path, monkeypatch)
+    player = Player(AudioConfig(device="USB Speaker", retries=1, retry_backoff_ms=10))
+    with pytest.raises(PlayerError, match=r"'USB Speaker'.*PortAudio sees none"):
+        player.check_device()
+    with pytest.raises(PlayerError, match=r"'USB Speaker'"):
+        player.play(iter([_tone(440, 0.05)]))
+    player.close()
+    alsa_sink.install(tmp_path, monkeypatch)
+    with pytest.raises(PlayerError, match=r"'hdmi' matches no output device; devices: "
+                                          r"0 'edged_capture', 1 'default'"):
+        Player(AudioConfig(device="hdmi")).check_device()
+
+
+class _FlakyStream:
+    """The real stream, except that one write fails the way an unplugged USB device's does.
+    A fault injector because nothing in this VM can be unplugged; all else is real."""
+
+    def __init__(self, stream: object, fail_at: int, on_fail: Callable[[], None]) -> None:
+        self._stream, self._fail_at, self._on_fail, self._writes = stream, fail_at, on_fail, 0
+
+    def write(self, data: np.ndarray) -> bool:
+        import sounddevice
+
+        self._writes += 1
+        if self._writes == self._fail_at:
+            self._on_fail()
+            raise sounddevice.PortAudioError("Unanticipated host error", -9999)
+        return self._stream.write(data)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+class _FlakyPlayer(Player):
+    def __init__(self, config: AudioConfig, fail_at: int, on_fail: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.fail_at, self.on_fail, self.opens = fail_at, on_fail, 0
+
+    def _open(self, rate_hint: int, keep_rate: bool) -> None:
+        super()._open(rate_hint, keep_rate)
+        self.opens += 1
+        if self.opens == 1:
+            self._stream = _FlakyStream(self._stream, self.fail_at, self.on_fail)
+
+
+def test_device_failing_mid_announcement_is_reopened_and_playback_continues(
+        tmp_path, monkeypatch):
+    """Protects: a PortAudioError mid-announcement closes the device, reopens it (PortAudio
+    re-enumerated) and plays the rest; the report counts the device error."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    chunks = [_tone(440, 0.2), _tone(550, 0.2)]
+    player = _FlakyPlayer(AudioConfig(preroll_ms=0, retry_backoff_ms=10, **EXACT),
+                          fail_at=10, on_fail=lambda: None)
+    try:
+        report = player.play(iter(chunks))
+    finally:
+        player.close()
+    expected = np.concatenate([c.samples for c in chunks])
+    y = sink.samples()  # the reopen truncated the file: it holds what played after it
+    assert report.device_errors == 1 and player.opens == 2
+    assert 0 < len(y) < len(expected) and np.array_equal(y, expected[-len(y):])
+
+
+def test_device_gone_for_good_fails_the_announcement_not_the_player(tmp_path, monkeypatch):
+    """Protects: when the device disappears and does not come back within the retries, play()
+    raises PlayerError naming the device and the failure; once a device is back, the same
+    player plays again (the daemon stays up)."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    chunk = _tone(440, 0.3)
+    empty = alsa_sink.no_device_conf(tmp_path)
+    player = _FlakyPlayer(AudioConfig(preroll_ms=0, retries=2, retry_backoff_ms=10, **EXACT),
+                          fail_at=5,
+                          on_fail=lambda: os.environ.update(ALSA_CONFIG_PATH=str(empty)))
+    try:
+        with pytest.raises(PlayerError, match=r"'default'.*failed \(Unanticipated host error.*"
+                                              r"reopening it failed: .*PortAudio sees none"):
+            player.play(iter([chunk]))
+        monkeypatch.delenv("ALSA_CONFIG_PATH")  # plugged in again
+        sink.out.unlink()
+        report = player.play(iter([chunk]))
+    finally:
+        player.close()
+    assert report.device_errors == 0 and np.array_equal(sink.samples(), chunk.samples)
+
+
+# -- `edged devices` ---------------------------------------------------------------------------
+
+
+def _edged_devices(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "edged", "devices", *args], env=dict(os.environ),
+                          capture_output=True, text=True, timeout=_TIMEOUT_S)
+
+
+def test_edged_devices_lists_index_name_api_rate_and_default(tmp_path, monkeypatch):
+    """Protects: `edged devices` shows each output device with index, name, host API and
+    default rate, marks the default, and with --config shows what audio.device selects."""
+    alsa_sink.install(tmp_path, monkeypatch)
+    config = tmp_path / "edged.yaml"
+    config.write_text("audio:\n  device: capture\n")
+    done = _edged_devices("--config", str(config))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.split()[:4] == ["0", "edged_capture", "ALSA", "44100"] for line in lines)
+    assert any(line.split()[:5] == ["*", "1", "default", "ALSA", "22050"] for line in lines)
+    assert "audio.device 'capture' selects 0 'edged_capture'" in done.stdout
+
+
+def test_edged_devices_without_devices_says_so_and_exits_0(tmp_path, monkeypatch):
+    """Protects: on a machine without a sound card `edged devices` explains instead of
+    printing an empty table or failing."""
+    alsa_sink.install_none(tmp_path, monkeypatch)
+    done = _edged_devices()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("No audio output devices found")
