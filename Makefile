@@ -29,8 +29,9 @@ install: $(VENV)/.installed
 # With no broker answering on the configured loopback address, `edged run` starts a private
 # mosquitto for this run (and says so); with no sound card it publishes audio on MQTT instead.
 run: install
-	$(VENV)/bin/edged run --config $(CONFIG) --private-broker-if-needed \
-	  $$(ls /dev/snd/pcmC*p >/dev/null 2>&1 || echo --output publish)
+	@if ls /dev/snd/pcmC*p >/dev/null 2>&1; then out=""; else out="--output publish"; \
+	  echo "edged: no sound card here, so announcements are published as WAV on MQTT (<prefix>/audio/<id>)"; fi; \
+	exec $(VENV)/bin/edged run --config $(CONFIG) --private-broker-if-needed $$out
 
 test: install
 	$(VENV)/bin/pytest

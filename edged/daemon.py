@@ -74,6 +74,7 @@ class Daemon:
         self.heartbeat = time.monotonic()
         self.link = MqttLink(config, self, receive_maximum=config.limits.queue + 2)
         self._speaker = Speaker(cache, player, self.link, stream_audio=config.mqtt.stream_audio,
+                                fallback_to_publish=config.audio.fallback_to_publish,
                                 beat=self._beat)
         self._worker = threading.Thread(target=self._work, name="edged-speaker", daemon=True)
 

@@ -9,6 +9,7 @@ only when it was synthesized completely.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,8 +19,10 @@ import numpy as np
 
 from .audio import Audio, to_wav_bytes
 from .mqtt import MqttLink, Ticket
+from .player import PlayerError
 from .voice import SynthesisSettings, Voice
 
+_LOGGER = logging.getLogger(__name__)
 _WAV_HEADER: Final = 44
 
 
@@ -44,7 +47,8 @@ class Speaker:
     """Runs on the daemon's speaker thread, one job at a time."""
 
     def __init__(self, cache: Any, player: Any, link: MqttLink, *, stream_audio: bool,
-                 beat: Callable[[], None]) -> None:
+                 beat: Callable[[], None], fallback_to_publish: bool = False) -> None:
+        self._fallback_to_publish = fallback_to_publish
         self._cache = cache
         self._player = player
         self._link = link
@@ -65,6 +69,8 @@ class Speaker:
                              stream=self._stream_audio)
         frames = [0, voice.sample_rate]
         parts_out: list[int] = []
+        # What the player took, kept only to publish it if the device fails (fallback).
+        keep: list[Audio] | None = [] if self._fallback_to_publish and sink is None else None
 
         def through(chunks: Iterator[Audio]) -> Iterator[Audio]:
             for chunk in chunks:
@@ -72,6 +78,8 @@ class Speaker:
                     return
                 self._beat()
                 frames[:] = [frames[0] + len(chunk.samples), chunk.rate_hz]
+                if keep is not None and sink is None:
+                    keep.append(chunk)
                 if sink is not None:
                     sink.add(_scaled(chunk, request.volume))
                 yield chunk
@@ -83,13 +91,29 @@ class Speaker:
         with contextlib.closing(source):  # closes the voice's stream when we stop early
             if job.output in ("play", "both"):
                 play_start = time.monotonic()
-                report = self._player.play(through(source), priority=request.priority,
-                                           volume=request.volume, rate_hz=voice.sample_rate)
-                if report.first_audio_s is not None:
-                    first_audio.append(play_start + report.first_audio_s)
-                result["underruns"] = report.underruns
-                if report.interrupted and job.abort is None:
-                    job.abort = "interrupted during playback"
+                try:
+                    report = self._player.play(through(source), priority=request.priority,
+                                               volume=request.volume, rate_hz=voice.sample_rate)
+                except PlayerError as err:
+                    if not self._fallback_to_publish:
+                        raise
+                    _LOGGER.warning("Request %s: playing failed (%s); publishing its audio "
+                                    "instead (audio.fallback_to_publish)", request.id, err)
+                    result["fallback"] = f"published instead of played: {err}"
+                    if sink is None:
+                        sink = AudioSink(self._link, self._link.topics.audio(request.id),
+                                         stream=self._stream_audio)
+                        for chunk in keep or ():
+                            sink.add(_scaled(chunk, request.volume))
+                    for _ in through(source):  # the rest, straight to MQTT
+                        pass
+                else:
+                    if report.first_audio_s is not None:
+                        first_audio.append(play_start + report.first_audio_s)
+                    result["underruns"] = report.underruns
+                    result["underrun_ms"] = report.underrun_ms
+                    if report.interrupted and job.abort is None:
+                        job.abort = "interrupted during playback"
             else:
                 for _ in through(source):
                     pass

@@ -65,3 +65,21 @@ def test_play_without_an_audio_device_fails_at_start(tmp_path: Path, tiny_voice_
     assert result.returncode == 2, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("edged: audio: ") and "output: publish" in last
+
+
+def test_no_device_with_fallback_publishes_instead(make_daemon, watcher: Watcher,  # noqa: F811
+                                                   tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """audio.fallback_to_publish: with no device at all the daemon still starts, and each
+    announcement it cannot play is published on MQTT, its `finished` event saying why."""
+    install_none(tmp_path, monkeypatch)
+    d = make_daemon(output="play", audio={"fallback_to_publish": True, "retries": 0}).start(watcher)
+    rid = f"p-{uuid.uuid4().hex[:6]}"
+    watcher.say({"text": "Nobody can hear this, so it goes out on MQTT.", "id": rid})
+    done = watcher.final(rid, timeout=20)
+    assert done["event"] == "finished", done
+    assert done["fallback"].startswith("published instead of played")
+    published = from_wav_bytes(watcher.audio(rid).payload)
+    assert published.rate_hz == 16000
+    assert abs(published.duration_s * 1000 - done["duration_ms"]) <= 1
+    assert d.alive()

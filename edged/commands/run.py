@@ -180,6 +180,10 @@ def _open_player(config: Config) -> Any:
     try:
         player.check_device()
     except PlayerError as err:
+        if config.audio.fallback_to_publish:
+            _LOGGER.warning("audio: %s; announcements are published on MQTT until a device "
+                            "works (audio.fallback_to_publish)", err)
+            return player
         raise CommandError(
             f"audio: {err} (output is {config.output!r}; use output: publish on a device "
             "without a sound card)"

