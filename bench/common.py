@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import resource
+import socket
 import statistics
 import subprocess
 import sys
@@ -202,3 +203,22 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
              for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def free_port() -> int:
+    """A free TCP port on loopback (for a broker the benchmark starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 5.0) -> None:
+    """Until something listens on loopback `port` (polling: there is no event to wait on)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise TimeoutError(port)

@@ -34,7 +34,7 @@ import yaml
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import REPO_DIR, SHARED_DIR, machine_info, summary, table, write_result  # noqa: E402
+from common import REPO_DIR, SHARED_DIR, free_port, machine_info, summary, table, write_result  # noqa: E402
 
 REPS = 5
 PHRASE = "The front door is open."
@@ -60,12 +60,6 @@ print(f"{idle:.1f} {hwm():.1f} {time.monotonic() - start:.3f} {n}")
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _hwm_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -75,7 +69,7 @@ def _hwm_mb(pid: int) -> float:
 
 class Broker:
     def __init__(self, workdir: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         conf = workdir / "mosquitto.conf"
         conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
                         f"set_tcp_nodelay true\npersistence false\n")

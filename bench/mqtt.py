@@ -31,28 +31,11 @@ import yaml
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import REPO_DIR, machine_info, summary, table, write_result  # noqa: E402
+from common import REPO_DIR, free_port, machine_info, summary, table, wait_port, write_result  # noqa: E402
 
 PHRASE = "Someone is at the front door."
 _ROOMS = ["kitchen", "bedroom", "bathroom", "living room", "garage", "hall", "office", "attic"]
 _THINGS = ["window", "door", "light", "heater", "fan", "blind", "tap", "plug", "alarm", "lamp"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.02)
-    raise TimeoutError(port)
 
 
 class Client:
@@ -175,14 +158,14 @@ def _peak_rss_mb(pid: int) -> float | None:
 
 def _start_broker(work: Path, nodelay: bool) -> tuple[subprocess.Popen, int]:
     mosquitto = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    port = _free_port()
+    port = free_port()
     conf = work / f"mosquitto-{port}.conf"
     conf.write_text(("user root\n" if os.geteuid() == 0 else "")
                     + f"listener {port} 127.0.0.1\nallow_anonymous true\n"
                     + ("set_tcp_nodelay true\n" if nodelay else ""))
     broker = subprocess.Popen([mosquitto, "-c", str(conf)], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
-    _wait_port(port)
+    wait_port(port)
     return broker, port
 
 

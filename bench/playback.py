@@ -35,7 +35,7 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import REPO_DIR, machine_info, summary, table, write_result  # noqa: E402
+from common import REPO_DIR, free_port, machine_info, summary, table, wait_port, write_result  # noqa: E402
 
 sys.path.insert(0, str(REPO_DIR / "tests"))
 from alsa_sink import ASOUNDRC  # noqa: E402
@@ -238,23 +238,6 @@ def _bench_interrupt(player: Any, long: Any, n: int) -> dict[str, Any]:
 # -- part 2: the daemon -----------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.02)
-    raise TimeoutError(port)
-
-
 class Client:
     def __init__(self, port: int, prefix: str) -> None:
         import paho.mqtt.client as mqtt
@@ -312,13 +295,13 @@ def _proc_cpu_s(pid: int) -> float:
 def bench_daemon(work: Path, cached_n: int, uncached_n: int) -> dict[str, Any]:
     mosquitto = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
     work.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     conf = work / "mosquitto.conf"
     conf.write_text(("user root\n" if os.geteuid() == 0 else "")
                     + f"listener {port} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n")
     broker = subprocess.Popen([mosquitto, "-c", str(conf)], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
-    _wait_port(port)
+    wait_port(port)
     prefix = f"bench/{uuid.uuid4().hex[:8]}"
     config = {
         "device_id": "bench", "output": "play", "log_level": "warning",

@@ -34,6 +34,8 @@ def edged_engine(args: argparse.Namespace) -> tuple[Synth, int]:
     from edged.voice import Voice
 
     emit("imported")
+    if args.spin:
+        _allow_spinning()
     voice = Voice.load(args.model, threads=args.threads, max_phonemes=args.max_phonemes,
                        cpu_mem_arena=args.arena == "on",
                        # piper-tts adds no silence between sentences: compare speech with speech.
@@ -52,6 +54,22 @@ def edged_engine(args: argparse.Namespace) -> tuple[Synth, int]:
             yield audio.samples
 
     return synth, voice.sample_rate
+
+
+def _allow_spinning() -> None:
+    """Let the intra-op pool spin between operators (ONNX Runtime's default, which edged
+    turns off): every session created from now on gets allow_spinning=1. A prototype of a
+    change to edged.voice._open_session, measured as "edged-2t-spin"."""
+    import onnxruntime as ort
+
+    original = ort.InferenceSession
+
+    def session(path: str, sess_options: Any = None, **kwargs: Any) -> Any:
+        if sess_options is not None:
+            sess_options.add_session_config_entry("session.intra_op.allow_spinning", "1")
+        return original(path, sess_options=sess_options, **kwargs)
+
+    ort.InferenceSession = session
 
 
 def parallel_stream(voice: Any, text: str, settings: Any, workers: int,
@@ -139,6 +157,8 @@ def main() -> None:
     parser.add_argument("--lookahead", type=int, default=1)
     parser.add_argument("--workers", type=int, default=1, help="edged: inferences at once")
     parser.add_argument("--arena", choices=("on", "off"), default="on")
+    parser.add_argument("--spin", action="store_true",
+                        help="edged: intra-op threads spin between operators")
     parser.add_argument("--max-phonemes", type=int, default=400)
     parser.add_argument("--passes", type=int, default=2, help="timed passes after the cold one")
     parser.add_argument("--warmup-lines", type=int, default=3,

@@ -40,10 +40,12 @@ class VoiceConfig:
     """Speaking rate; 2.0 is twice as fast (Piper length_scale = 1/speed)."""
     noise_scale: float | None = _opt(None, min=0.0, max=2.0)
     noise_w: float | None = _opt(None, min=0.0, max=2.0)
-    threads: int = _opt(1, min=1, max=16)
-    """ONNX Runtime intra-op threads per inference."""
-    max_phonemes: int = _opt(400, min=20, max=5000)
-    """Longest phoneme sequence one inference may get; longer sentences are split at clauses."""
+    threads: int = _opt(0, min=0, max=16)
+    """ONNX Runtime intra-op threads per inference; 0: two on a multi-core CPU, else one
+    (measured on 2 cores: RTF 0.069 with 2 threads vs 0.100 with 1, +24 % CPU)."""
+    max_phonemes: int = _opt(100, min=20, max=5000)
+    """Longest phoneme sequence one inference may get; longer sentences are split at clauses.
+    It bounds activation memory: 100 cut peak RSS by 23-34 MB against 400, at no WER cost."""
     sentence_pause_ms: int = _opt(200, min=0, max=5000)
     """Silence between sentences."""
 

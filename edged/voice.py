@@ -98,7 +98,7 @@ class Voice:
         onnx_path: Path | str,
         *,
         threads: int = 1,
-        max_phonemes: int = 400,
+        max_phonemes: int = 100,
         sentence_pause_ms: int = 200,
         date_order: str = "mdy",
         cpu_mem_arena: bool = True,
@@ -214,19 +214,20 @@ class Voice:
             for i, piece in enumerate(pieces):
                 yield self._chunk(piece, settings, last=i == len(pieces) - 1)
             return
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="edged-synth") as pool:
-            pending: list[Future[Audio]] = []
-            submitted = 0
-            try:
-                for _ in range(len(pieces)):
-                    while submitted < len(pieces) and len(pending) <= lookahead:
-                        pending.append(pool.submit(self._chunk, pieces[submitted], settings,
-                                                   submitted == len(pieces) - 1))
-                        submitted += 1
-                    yield pending.pop(0).result()
-            finally:
-                for future in pending:
-                    future.cancel()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="edged-synth")
+        pending: list[Future[Audio]] = []
+        submitted = 0
+        try:
+            for _ in range(len(pieces)):
+                while submitted < len(pieces) and len(pending) <= lookahead:
+                    pending.append(pool.submit(self._chunk, pieces[submitted], settings,
+                                               submitted == len(pieces) - 1))
+                    submitted += 1
+                yield pending.pop(0).result()
+        finally:
+            # A stream dropped early (skip, interrupt) must not wait for the inference still
+            # running: measured 459 ms to close after the first chunk when it waited.
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio:
         """The whole announcement as one Audio."""

@@ -12,6 +12,7 @@ import importlib.metadata
 import importlib.util
 import json
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +108,7 @@ def load_voice(config: Config, name: str | None = None) -> Voice:
     path = find_voice(name or config.voice.name, config.voice.dirs)
     voice = Voice.load(
         path,
-        threads=config.voice.threads,
+        threads=config.voice.threads or min(2, os.cpu_count() or 1),
         max_phonemes=config.voice.max_phonemes,
         sentence_pause_ms=config.voice.sentence_pause_ms,
         date_order=config.frontend.date_order,
