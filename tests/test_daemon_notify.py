@@ -181,7 +181,9 @@ def test_watchdog_pings_stop_while_the_worker_hangs(tmp_path: Path, broker: Brok
     would restart edged), and pings resume once the worker is healthy again."""
     watcher = Watcher(broker.port, unique_prefix)
     daemon = DaemonProc(tmp_path / "d", broker.port, unique_prefix, default_voice_path,
-                        voice={"max_phonemes": 2000}, limits={"heartbeat_max_age_s": 1.0})
+                        # one thread: the single long inference must outlast the max age
+                        voice={"max_phonemes": 2000, "threads": 1},
+                        limits={"heartbeat_max_age_s": 1.0})
     try:
         daemon.start(watcher)
         ready = notify.wait_key("READY")
