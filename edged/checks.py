@@ -23,8 +23,6 @@ from .hashes import HASH_MEMO_NAME
 
 _LOGGER = logging.getLogger(__name__)
 
-HASH_CACHE_NAME: Final = HASH_MEMO_NAME
-"""Remembered sha256 of voice files (by path, size, mtime, inode), in cache.dir."""
 _MAX_SECRET_BYTES: Final = 4096
 _MAX_WAV_BYTES: Final = 16 << 20
 
@@ -114,7 +112,7 @@ def _check_voice(config: Config) -> list[str]:
     problems = [p for p in (_check_readable(onnx_path), _check_readable(json_path)) if p]
     if problems:
         return problems + extra
-    return check_voice_hashes(onnx_path, Path(config.cache.dir) / HASH_CACHE_NAME) + extra
+    return check_voice_hashes(onnx_path, Path(config.cache.dir) / HASH_MEMO_NAME) + extra
 
 
 def check_voice_hashes(onnx_path: Path, hash_cache: Path | None = None) -> list[str]:

@@ -192,15 +192,10 @@ class Daemon:
     def _settings_for(self, request: Any, voice_name: str) -> SynthesisSettings | None:
         if voice_name not in self._default_names:
             return None  # an extra voice, loaded (and its speaker checked) when its turn comes
-        voice = self._voice
         if request.speaker is None and request.speed is None:
-            return self._settings if voice is self._voice else default_settings(self.config, voice)
-        c = self.config.voice
-        return voice.settings(
-            speaker=request.speaker if request.speaker is not None else c.speaker,
-            speed=request.speed if request.speed is not None else c.speed,
-            noise_scale=c.noise_scale, noise_w=c.noise_w,
-        )
+            return self._settings
+        return default_settings(self.config, self._voice, speaker=request.speaker,
+                                speed=request.speed)
 
     def _interrupt(self, which: Any, reason: str) -> list[str]:
         with self._lock:

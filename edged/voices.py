@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .config import Config
 from .hashes import HASH_MEMO_NAME
-from .voice import Voice, VoiceError
+from .voice import SynthesisSettings, Voice, VoiceError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -117,11 +117,13 @@ def load_voice(config: Config, name: str | None = None) -> Voice:
     return voice
 
 
-def default_settings(config: Config, voice: Voice):  # noqa: ANN201 - SynthesisSettings
-    """The config's speaker/speed/noise applied to `voice`."""
+def default_settings(config: Config, voice: Voice, *, speaker: str | int | None = None,
+                     speed: float | None = None) -> SynthesisSettings:
+    """The config's speaker/speed/noise applied to `voice`; a request's speaker or speed,
+    when given, wins over the config's."""
     return voice.settings(
-        speaker=config.voice.speaker,
-        speed=config.voice.speed,
+        speaker=speaker if speaker is not None else config.voice.speaker,
+        speed=speed if speed is not None else config.voice.speed,
         noise_scale=config.voice.noise_scale,
         noise_w=config.voice.noise_w,
     )

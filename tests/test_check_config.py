@@ -58,7 +58,7 @@ def test_cli_ok_with_default_voice(tmp_path: Path) -> None:
         result = check_config_cli(*args)
         assert (result.returncode, result.stderr) == (0, "")
         assert result.stdout == f"edged: config OK: {cfg}\n"
-    remembered = json.loads((tmp_path / "cache" / checks.HASH_CACHE_NAME).read_text())
+    remembered = json.loads((tmp_path / "cache" / hashes.HASH_MEMO_NAME).read_text())
     expected = {f.sha256 for f in load_catalog()[_VOICE].files}
     assert {e["sha256"] for e in remembered.values()} == expected
 
@@ -179,7 +179,7 @@ def test_remembered_hash_is_used(tmp_path: Path, voice_copy: Path) -> None:
     cache.mkdir()
     cfg = load_config(write_config(tmp_path, {"voice": {"dirs": [str(voice_copy.parent)]}}))
     assert checks.run_checks(cfg) == []
-    store = cache / checks.HASH_CACHE_NAME
+    store = cache / hashes.HASH_MEMO_NAME
     remembered = json.loads(store.read_text())
     remembered[str(voice_copy.resolve())]["sha256"] = "0" * 64
     store.write_text(json.dumps(remembered))
@@ -194,10 +194,10 @@ def test_damaged_hash_cache_is_ignored(tmp_path: Path, voice_copy: Path) -> None
     """A garbled remembered-hash file is not an error: the voice is simply hashed again."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    (cache / checks.HASH_CACHE_NAME).write_text("{not json")
+    (cache / hashes.HASH_MEMO_NAME).write_text("{not json")
     cfg = load_config(write_config(tmp_path, {"voice": {"dirs": [str(voice_copy.parent)]}}))
     assert checks.run_checks(cfg) == []
-    assert json.loads((cache / checks.HASH_CACHE_NAME).read_text())
+    assert json.loads((cache / hashes.HASH_MEMO_NAME).read_text())
 
 
 def test_voice_not_in_catalog_only_needs_files(tmp_path: Path, tiny_voice_path: Path) -> None:

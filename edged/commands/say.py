@@ -68,13 +68,7 @@ def run(args: argparse.Namespace) -> int:
     play = args.play or not args.output
     try:
         voice = load_voice(config, args.voice)
-        settings = default_settings(config, voice)
-        if args.speaker is not None or args.speed is not None:
-            settings = voice.settings(
-                speaker=args.speaker if args.speaker is not None else config.voice.speaker,
-                speed=args.speed if args.speed is not None else config.voice.speed,
-                noise_scale=config.voice.noise_scale, noise_w=config.voice.noise_w,
-            )
+        settings = default_settings(config, voice, speaker=args.speaker, speed=args.speed)
     except VoiceError as err:
         raise CommandError(str(err)) from err
 
