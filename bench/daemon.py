@@ -4,8 +4,9 @@
 
 What is measured, with a real mosquitto on loopback and `edged run` as systemd would start it
 (NOTIFY_SOCKET bound here, WATCHDOG_USEC set):
-- spawn -> READY=1 datagram (5 runs per voice: fp32 en_US-joe-medium and its INT8 copy made
-  with `edged voices optimize`);
+- spawn -> READY=1 datagram (5 runs per variant of en_US-joe-medium: fp32 and
+  `voice.precision: int8`, both prepared by `edged cache warm` beforehand as on a device; and
+  fp32 with `voice.prepare: false`, loaded from its .onnx as it is);
 - spawn -> audio of a pinned phrase on <prefix>/audio/<id>: the request is published at spawn
   and held by the broker in the daemon's persistent session (as after a reboot), the phrase is
   in a cache dir warmed beforehand by `edged cache warm`;
@@ -168,11 +169,12 @@ class Daemon:
         self.log.close()
 
 
-def _config(workdir: Path, port: int, prefix: str, voice: Path, cache_dir: Path) -> Path:
+def _config(workdir: Path, port: int, prefix: str, voice: Path, cache_dir: Path,
+            voice_options: dict[str, Any]) -> Path:
     workdir.mkdir(parents=True, exist_ok=True)
     config = {
         "device_id": "bench", "output": "publish", "log_level": "info",
-        "voice": {"name": str(voice)},
+        "voice": {"name": str(voice), **voice_options},
         "mqtt": {"host": "127.0.0.1", "port": port, "topic_prefix": prefix,
                  "client_id": f"edged-bench-{uuid.uuid4().hex[:6]}", "state_dir": "state"},
         "limits": {"max_chars": 2000},
@@ -183,10 +185,11 @@ def _config(workdir: Path, port: int, prefix: str, voice: Path, cache_dir: Path)
     return path
 
 
-def bench_voice(label: str, voice: Path, root: Path, port: int, longest: str) -> dict[str, Any]:
+def bench_voice(label: str, voice: Path, voice_options: dict[str, Any], root: Path, port: int,
+                longest: str) -> dict[str, Any]:
     prefix = f"bench/{uuid.uuid4().hex[:8]}"
     cache_dir = root / f"cache-{label}"
-    config = _config(root / label, port, prefix, voice, cache_dir)
+    config = _config(root / label, port, prefix, voice, cache_dir, voice_options)
     subprocess.run([_PY, "-m", "edged", "cache", "warm", "--config", str(config)], cwd=REPO_DIR,
                    check=True, capture_output=True)
     client = Client(port, prefix)
@@ -218,7 +221,7 @@ def bench_voice(label: str, voice: Path, root: Path, port: int, longest: str) ->
     finally:
         client.close()
     return {
-        "voice": str(voice), "voice_mb": round(voice.stat().st_size / 1e6, 1),
+        "voice": str(voice), "voice_mb": round(voice.stat().st_size / 1e6, 1), "options": voice_options,
         "ready_s": summary(ready), "first_cached_audio_s": summary(first_audio),
         "idle_peak_rss_mb": summary(idle_hwm, 1), "longest_line": synth,
     }
@@ -239,16 +242,15 @@ def main() -> int:
     lines = [x.strip() for x in CORPUS.read_text().splitlines() if x.strip()]
     longest = max(lines, key=len)
     started = time.monotonic()
+    # int8: `voice.precision: int8` (weights but the decoder's quantized when the voice is
+    # prepared, as `edged voices optimize` does); fp32-direct: `voice.prepare: false`.
+    variants = (("fp32", {}), ("int8", {"precision": "int8"}), ("fp32-direct", {"prepare": False}))
     with tempfile.TemporaryDirectory(prefix="edged-bench-daemon-") as tmp:
         root = Path(tmp)
-        subprocess.run([_PY, "-m", "edged", "voices", "optimize", "en_US-joe-medium",
-                        "--out", str(root / "int8")], cwd=REPO_DIR, check=True,
-                       capture_output=True)
-        int8 = next((root / "int8").glob("*.onnx"))
         broker = Broker(root)
         try:
-            results = {label: bench_voice(label, path, root, broker.port, longest)
-                       for label, path in (("fp32", fp32), ("int8", int8))}
+            results = {label: bench_voice(label, fp32, options, root, broker.port, longest)
+                       for label, options in variants}
         finally:
             broker.stop()
     piper = bench_piper(fp32, longest)

@@ -31,13 +31,24 @@ Synth = Callable[[str, bool], Iterator[np.ndarray]]
 
 # ------------------------------------------------------------------------ edged
 def edged_engine(args: argparse.Namespace) -> tuple[Synth, int]:
+    from edged import inference
+    from edged.hashes import file_sha256
+    from edged.prepared_voice import prepared_folder, read_prepared
     from edged.voice import Voice
 
     emit("imported")
     if args.spin:
         _allow_spinning()
+    if args.arena == "off":
+        _arena_off(inference)
+    prepared = None
+    if args.prepared:  # made by the parent beforehand, as `edged cache warm` does on a device
+        sha = file_sha256(args.model)
+        prepared = read_prepared(prepared_folder(args.prepared, args.model, sha), sha)
+        if prepared is None:
+            raise SystemExit(f"no prepared model for {args.model} in {args.prepared}")
     voice = Voice.load(args.model, threads=args.threads, max_phonemes=args.max_phonemes,
-                       cpu_mem_arena=args.arena == "on",
+                       prepared=prepared,
                        # piper-tts adds no silence between sentences: compare speech with speech.
                        sentence_pause_ms=0)
     emit("loaded", rss_mb=rss_now_mb())
@@ -70,6 +81,18 @@ def _allow_spinning() -> None:
         return original(path, sess_options=sess_options, **kwargs)
 
     ort.InferenceSession = session
+
+
+def _arena_off(inference: Any) -> None:
+    """Every session created from now on gets enable_cpu_mem_arena=False ("edged-2t-noarena")."""
+    original = inference.session_options
+
+    def options(threads: int, **kwargs: Any) -> Any:
+        so = original(threads, **kwargs)
+        so.enable_cpu_mem_arena = False
+        return so
+
+    inference.session_options = options
 
 
 def parallel_stream(voice: Any, text: str, settings: Any, workers: int,
@@ -157,6 +180,8 @@ def main() -> None:
     parser.add_argument("--lookahead", type=int, default=1)
     parser.add_argument("--workers", type=int, default=1, help="edged: inferences at once")
     parser.add_argument("--arena", choices=("on", "off"), default="on")
+    parser.add_argument("--prepared", type=Path, metavar="CACHE_DIR",
+                        help="edged: load the voice prepared in CACHE_DIR/models (as the daemon does)")
     parser.add_argument("--spin", action="store_true",
                         help="edged: intra-op threads spin between operators")
     parser.add_argument("--max-phonemes", type=int, default=400)

@@ -23,6 +23,8 @@ from .frontend.normalize import NORMALIZER_VERSION, normalize
 from .frontend.phonemes import PhonemeIds, PhonemizerError, phonemize
 from .frontend.sentences import Piece, split_for_streaming
 from .hashes import file_sha256
+from .inference import Model, WholeModel, open_session
+from .prepared_voice import PreparedModel
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -62,12 +64,13 @@ class Voice:
         onnx_path: Path,
         json_path: Path,
         config: dict[str, Any],
-        session: Any,
+        model: Model,
         *,
         threads: int,
         max_phonemes: int,
         sentence_pause_ms: int,
         date_order: str,
+        precision: str = "float32",
     ) -> None:
         self.onnx_path = onnx_path
         self.json_path = json_path
@@ -86,7 +89,8 @@ class Voice:
         self.sentence_pause_ms = sentence_pause_ms
         self.date_order = date_order
         self._ids = PhonemeIds(config["phoneme_id_map"])
-        self._session = session
+        self._model = model
+        self.precision = precision
         self._fingerprint: str | None = None
         self.hash_memo: Path | None = None
         """A file where the sha256 of the voice files is remembered across restarts."""
@@ -101,8 +105,9 @@ class Voice:
         max_phonemes: int = 100,
         sentence_pause_ms: int = 200,
         date_order: str = "mdy",
-        cpu_mem_arena: bool = True,
+        prepared: PreparedModel | None = None,
     ) -> Voice:
+        """Load a voice; `prepared` (see `prepared_voice`) loads faster and bounds decoder memory."""
         onnx_path = Path(onnx_path)
         json_path = Path(f"{onnx_path}.json")
         if not onnx_path.is_file():
@@ -110,8 +115,8 @@ class Voice:
         if not json_path.is_file():
             raise VoiceError(f"{json_path}: voice config file not found (expected next to the .onnx)")
         config = _read_voice_json(json_path)
-        session = _open_session(onnx_path, threads, cpu_mem_arena)
-        names = {i.name for i in session.get_inputs()}
+        model, prepared = _open_model(onnx_path, threads, prepared)
+        names = model.input_names
         missing = [n for n in _REQUIRED_INPUTS if n not in names]
         if missing:
             raise VoiceError(
@@ -125,15 +130,18 @@ class Voice:
             raise VoiceError(f"{onnx_path}: the model has a 'sid' input but config num_speakers is 1")
         _LOGGER.info("Loaded voice %s (%d Hz, %d speaker(s))", onnx_path.name,
                      config["audio"]["sample_rate"], int(config.get("num_speakers", 1)))
-        return cls(onnx_path, json_path, config, session, threads=threads,
+        return cls(onnx_path, json_path, config, model, threads=threads,
                    max_phonemes=max_phonemes, sentence_pause_ms=sentence_pause_ms,
-                   date_order=date_order)
+                   date_order=date_order, precision=prepared.precision if prepared else "float32")
 
     @property
     def fingerprint(self) -> str:
-        """sha256 over the model's and its config's sha256: changes whenever either file does."""
+        """sha256 over the model's and its config's sha256 (and the precision, when not float32):
+        changes whenever the audio may."""
         if self._fingerprint is None:
             both = file_sha256(self.onnx_path, self.hash_memo) + file_sha256(self.json_path, self.hash_memo)
+            if self.precision != "float32":
+                both += self.precision
             self._fingerprint = hashlib.sha256(both.encode()).hexdigest()
         return self._fingerprint
 
@@ -251,7 +259,7 @@ class Voice:
         }
         if self.num_speakers > 1:
             feeds["sid"] = np.array([settings.speaker_id or 0], dtype=np.int64)
-        audio = self._session.run(None, feeds)[0].reshape(-1)
+        audio = self._model.run(feeds)
         return (np.clip(audio, -1.0, 1.0) * 32767).astype(np.int16)
 
 
@@ -275,20 +283,16 @@ def _read_voice_json(json_path: Path) -> dict[str, Any]:
     return config
 
 
-def _open_session(onnx_path: Path, threads: int, cpu_mem_arena: bool) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.enable_cpu_mem_arena = cpu_mem_arena
-    options.log_severity_level = 3
-    # Threads of the intra-op pool spin while idle by default: on a Pi that is a core burnt.
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+def _open_model(onnx_path: Path, threads: int,
+                prepared: PreparedModel | None) -> tuple[Model, PreparedModel | None]:
+    """The prepared model if it opens, else the .onnx as it is (and no prepared model)."""
+    if prepared is not None:
+        try:
+            return prepared.open(threads), prepared
+        except Exception as err:  # onnxruntime raises its own exception types
+            _LOGGER.warning("Prepared model %s does not load (%s); loading %s directly",
+                            prepared.folder, err, onnx_path.name)
     try:
-        return ort.InferenceSession(str(onnx_path), sess_options=options,
-                                    providers=["CPUExecutionProvider"])
+        return WholeModel(open_session(onnx_path, threads)), None
     except Exception as err:  # onnxruntime raises its own exception types for bad files
         raise VoiceError(f"{onnx_path}: not a loadable ONNX model: {err}") from err

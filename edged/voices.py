@@ -18,12 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Config
-from .hashes import HASH_MEMO_NAME
+from .hashes import HASH_MEMO_NAME, file_sha256
+from .prepared_voice import ensure_prepared
 from .voice import SynthesisSettings, Voice, VoiceError
 
 _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_VOICE = "en_US-joe-medium"
+# Preparing (prepared_voice) pays off for real voices: 0.59 -> 0.07 s session creation for the
+# 63 MB default voice. A model under 1 MB (no real voice is) loads in milliseconds as it is.
+_PREPARE_MIN_BYTES = 1_000_000
 
 
 
@@ -106,14 +110,28 @@ def _info(name: str, onnx_path: Path, source: str) -> VoiceInfo:
 def load_voice(config: Config, name: str | None = None) -> Voice:
     """Load the configured voice (or `name`) with the config's synthesis options."""
     path = find_voice(name or config.voice.name, config.voice.dirs)
+    memo = config.cache.dir / HASH_MEMO_NAME
+    prepared = None
+    precision = config.voice.precision
+    if not config.voice.prepare and precision != "float32":
+        _LOGGER.warning("voice.precision: %s needs voice.prepare: true; using %s as it is",
+                        precision, path.name)
+    if config.voice.prepare and path.stat().st_size >= _PREPARE_MIN_BYTES:
+        try:
+            config.cache.dir.mkdir(parents=True, exist_ok=True)  # for the memo, too
+            prepared = ensure_prepared(path, file_sha256(path, memo), config.cache.dir, precision)
+        except OSError as err:  # e.g. cache.dir unwritable: speaking matters more
+            _LOGGER.warning("Voice %s: cannot prepare it in %s (%s); loading it directly",
+                            path.name, config.cache.dir, err.strerror or err)
     voice = Voice.load(
         path,
         threads=config.voice.threads or min(2, os.cpu_count() or 1),
         max_phonemes=config.voice.max_phonemes,
         sentence_pause_ms=config.voice.sentence_pause_ms,
         date_order=config.frontend.date_order,
+        prepared=prepared,
     )
-    voice.hash_memo = config.cache.dir / HASH_MEMO_NAME
+    voice.hash_memo = memo
     return voice
 
 

@@ -74,6 +74,15 @@ class Broker:
         self._logf.close()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def user_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """XDG_CACHE_HOME for every edged started without a config (prepared voices go there), so
+    tests never touch the real ~/.cache and share one prepared default voice."""
+    home = tmp_path_factory.mktemp("xdg-cache")
+    os.environ["XDG_CACHE_HOME"] = str(home)
+    return home
+
+
 @pytest.fixture
 def broker(tmp_path: Path):
     """A plain, anonymous mosquitto on a free loopback port."""

@@ -91,3 +91,87 @@ def make_tiny_voice(onnx_path: Path, speakers: dict[str, int] | None = None) -> 
 if __name__ == "__main__":
     out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     print(make_tiny_voice(out / "tiny.onnx"))
+
+
+# ---------------------------------------------------------------- a tiny VITS-shaped voice
+VITS_HOP = 4
+"""Samples per latent frame of the tiny VITS-shaped voice (Piper's voices: 256)."""
+_VITS_CHANNELS = 8
+
+
+def _vits_graph(multi_speaker: bool, global_norm: bool) -> onnx.ModelProto:
+    """Piper's export layout in miniature: an encoder makes the latent z [1, C, frames] (one frame
+    per phoneme id), and `/dec/...` nodes turn z into audio with convolutions (a receptive field
+    of a few frames) and a 4x upsampling. With `global_norm` the decoder divides by the mean over
+    the whole sentence, so it cannot be run on windows."""
+    rng = np.random.default_rng(7)
+    c = _VITS_CHANNELS
+
+    def weights(name: str, *shape: int) -> onnx.TensorProto:
+        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(shape[1] * shape[-1]))
+                                       .astype(np.float32), name)
+
+    inputs = [
+        helper.make_tensor_value_info("input", TensorProto.INT64, [1, "phonemes"]),
+        helper.make_tensor_value_info("input_lengths", TensorProto.INT64, [1]),
+        helper.make_tensor_value_info("scales", TensorProto.FLOAT, [3]),
+    ]
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((256, c)).astype(np.float32), "enc_p.emb.weight"),
+        numpy_helper.from_array(np.array(1, dtype=np.int64), "one"),
+        numpy_helper.from_array(np.array([1, 1, 1, -1], dtype=np.int64), "out_shape"),
+        numpy_helper.from_array(np.array([2], dtype=np.int64), "time_axis"),
+        weights("dec.conv_pre.weight", c, c, 5),
+        weights("dec.ups.0.weight", c, c, 8),
+        weights("dec.conv_post.weight", 1, c, 7),
+    ]
+    nodes = [
+        helper.make_node("Gather", ["enc_p.emb.weight", "input"], ["emb"], name="/enc_p/emb/Gather"),
+        helper.make_node("Transpose", ["emb"], ["emb_t"], perm=[0, 2, 1], name="/enc_p/Transpose"),
+        helper.make_node("Gather", ["scales", "one"], ["length_scale"], axis=0, name="/Gather_1"),
+        helper.make_node("Mul", ["emb_t", "length_scale"], ["z"], name="/Mul_7"),
+        helper.make_node("Conv", ["z", "dec.conv_pre.weight"], ["pre"], pads=[2, 2],
+                         name="/dec/conv_pre/Conv"),
+    ]
+    last = "pre"
+    if multi_speaker:
+        inputs.append(helper.make_tensor_value_info("sid", TensorProto.INT64, [1]))
+        inits += [numpy_helper.from_array(rng.standard_normal((4, c)).astype(np.float32), "emb_g.weight"),
+                  weights("dec.cond.weight", c, c, 1)]
+        nodes += [
+            helper.make_node("Gather", ["emb_g.weight", "sid"], ["g0"], name="/emb_g/Gather"),
+            helper.make_node("Unsqueeze", ["g0", "time_axis"], ["g"], name="/Unsqueeze"),
+            helper.make_node("Conv", ["g", "dec.cond.weight"], ["cond"], name="/dec/cond/Conv"),
+            helper.make_node("Add", ["pre", "cond"], ["pre_g"], name="/dec/Add"),
+        ]
+        last = "pre_g"
+    if global_norm:
+        nodes += [
+            helper.make_node("ReduceMean", [last], ["mean"], axes=[2], keepdims=1, name="/dec/ReduceMean"),
+            helper.make_node("Sub", [last, "mean"], ["centred"], name="/dec/Sub"),
+        ]
+        last = "centred"
+    nodes += [
+        helper.make_node("LeakyRelu", [last], ["act"], alpha=0.1, name="/dec/LeakyRelu"),
+        helper.make_node("ConvTranspose", ["act", "dec.ups.0.weight"], ["up"], strides=[VITS_HOP],
+                         pads=[2, 2], name="/dec/ups.0/ConvTranspose"),
+        helper.make_node("Conv", ["up", "dec.conv_post.weight"], ["post"], pads=[3, 3],
+                         name="/dec/conv_post/Conv"),
+        helper.make_node("Tanh", ["post"], ["wave"], name="/dec/Tanh"),
+        helper.make_node("Reshape", ["wave", "out_shape"], ["output"], name="/Reshape_out"),
+    ]
+    output = helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 1, 1, "samples"])
+    graph = helper.make_graph(nodes, "tiny_vits_voice", inputs, [output], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def make_tiny_vits_voice(onnx_path: Path, speakers: dict[str, int] | None = None,
+                         global_norm: bool = False) -> Path:
+    """Write a tiny VITS-shaped voice (`onnx_path` + `.json`); returns onnx_path."""
+    onnx_path = Path(onnx_path)
+    make_tiny_voice(onnx_path, speakers)  # the .json (and a graph replaced below)
+    onnx.save(_vits_graph(bool(speakers), global_norm), str(onnx_path))
+    return onnx_path

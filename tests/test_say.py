@@ -19,14 +19,20 @@ def _edged(*args: str, stdin: str | None = None, cwd: Path | None = None) -> sub
 
 
 @pytest.mark.voice
-def test_say_writes_speech_wav(tmp_path: Path) -> None:
-    """The acceptance line: 22050 Hz mono 16-bit, a plausible length for the sentence."""
+def test_say_writes_speech_wav(tmp_path: Path, user_cache_home: Path) -> None:
+    """The acceptance line: 22050 Hz mono 16-bit, a plausible length for the sentence.
+
+    With no config file, the voice is prepared in the user's cache folder ($XDG_CACHE_HOME/edged),
+    not in a `cache/` under the folder the command ran from."""
     out = tmp_path / "out.wav"
     r = _edged("say", "The garage door has been open for 15 minutes.", "-o", str(out), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     with wave.open(str(out)) as w:
         assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (22050, 1, 2)
         assert 1.5 < w.getnframes() / 22050 < 6.0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.wav"]
+    prepared = list((user_cache_home / "edged" / "models").glob("en_US-joe-medium-*/manifest.json"))
+    assert len(prepared) == 1
 
 
 def test_say_reads_stdin(tmp_path: Path, tiny_voice_path: Path) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
-from ..config import Config, load_config
+from ..config import CacheConfig, Config, load_config
 
 DEFAULT_CONFIG = Path("config/edged.yaml")
 
@@ -24,4 +25,10 @@ def add_config_argument(parser: argparse.ArgumentParser, required: bool = False)
 def config_from_args(args: argparse.Namespace, fallback: Path | None = None) -> Config:
     """The config named by --config, else `fallback` if it exists, else the defaults."""
     path = args.config or (fallback if fallback and fallback.exists() else None)
-    return load_config(path) if path else Config()
+    if path:
+        return load_config(path)
+    # No config file: what is cached (prepared voices) goes to the user's cache folder, not
+    # into a `cache/` under whatever folder the command was started from.
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(xdg) if Path(xdg).is_absolute() else Path.home() / ".cache"
+    return Config(cache=CacheConfig(dir=root / "edged"))

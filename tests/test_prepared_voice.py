@@ -1,0 +1,249 @@
+"""Prepared voices: split into encoder + windowed decoder, optimized once, kept in cache.dir/models.
+
+The tiny VITS-shaped voice (tests/make_tiny_voice.py) has Piper's `/dec/...` layout, a real
+receptive field and, when asked, a speaker input the decoder reads: it exercises the split, the
+windows and the checks in milliseconds. The real default voice shows it on the real thing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from make_tiny_voice import VITS_HOP, make_tiny_vits_voice, make_tiny_voice
+
+from edged import prepared_voice
+from edged.config import parse_config
+from edged.hashes import file_sha256
+from edged.inference import DECODE_WINDOW_FRAMES
+from edged.model_split import NotSplittable, split_piper_graph
+from edged.prepared_voice import ensure_prepared, prepared_folder, read_prepared
+from edged.voice import Voice
+from edged.voices import load_voice
+
+# Long enough for several decoder windows in one piece (one latent frame per phoneme id here).
+LONG = ("The quick brown fox jumps over the lazy dog, and then it runs away into the woods "
+        "behind the old red barn.")
+
+
+def _prepare(onnx_path: Path, cache_dir: Path) -> prepared_voice.PreparedModel:
+    prepared = ensure_prepared(onnx_path, file_sha256(onnx_path), cache_dir)
+    assert prepared is not None
+    return prepared
+
+
+def _same_audio(a: Voice, b: Voice, text: str, **settings: object) -> np.ndarray:
+    x = a.synthesize(text, a.settings(**settings)).samples  # type: ignore[arg-type]
+    y = b.synthesize(text, b.settings(**settings)).samples  # type: ignore[arg-type]
+    assert x.size == y.size
+    assert np.abs(x.astype(np.int32) - y).max() <= 1, "prepared voice sounds different"
+    return x
+
+
+def test_vits_shaped_voice_is_split_and_sounds_the_same(tmp_path: Path) -> None:
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    prepared = _prepare(onnx_path, tmp_path / "cache")
+    assert prepared.kind == "split"
+    assert prepared.latent == "z" and prepared.extra_inputs == ()
+    assert prepared.hop == VITS_HOP
+    assert 2 <= prepared.pad <= 8  # conv_pre k=5 + upsampling + conv_post k=7: a few frames
+    assert {p.name for p in prepared.folder.iterdir()} == {
+        "manifest.json", "encoder.onnx", "encoder.weights", "decoder.onnx", "decoder.weights"}
+
+    direct, windowed = Voice.load(onnx_path), Voice.load(onnx_path, prepared=prepared)
+    longest = max(len(direct._ids(p.text)) for p in direct.pieces(LONG))
+    assert longest > 1.5 * DECODE_WINDOW_FRAMES, "the test text must span several windows"
+    audio = _same_audio(direct, windowed, LONG)
+    assert np.abs(audio).max() > 1000  # not silence: the comparison means something
+
+
+def test_multi_speaker_decoder_gets_the_speaker(tmp_path: Path) -> None:
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits2.onnx", speakers={"ann": 0, "bob": 1})
+    prepared = _prepare(onnx_path, tmp_path / "cache")
+    assert prepared.kind == "split" and prepared.extra_inputs == ("sid",)
+    direct, windowed = Voice.load(onnx_path), Voice.load(onnx_path, prepared=prepared)
+    ann = _same_audio(direct, windowed, LONG, speaker="ann")
+    bob = _same_audio(direct, windowed, LONG, speaker="bob")
+    assert np.abs(ann.astype(np.int32) - bob).max() > 100  # the decoder really reads sid
+
+
+def test_decoder_that_needs_the_whole_sentence_is_kept_whole(tmp_path: Path) -> None:
+    """A decoder normalizing over the whole sentence differs per window: the probe finds out."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "norm.onnx", global_norm=True)
+    prepared = _prepare(onnx_path, tmp_path / "cache")
+    assert prepared.kind == "whole"
+    assert "windowed decoding still differs" in prepared.note
+    _same_audio(Voice.load(onnx_path), Voice.load(onnx_path, prepared=prepared), LONG)
+
+
+def test_graph_without_decoder_names_is_prepared_whole(tmp_path: Path, tiny_voice_path: Path) -> None:
+    prepared = _prepare(tiny_voice_path, tmp_path / "cache")
+    assert prepared.kind == "whole"
+    assert "no /dec/" in prepared.note
+    names = {p.name for p in prepared.folder.iterdir()}
+    assert "model.onnx" in names and "encoder.onnx" not in names
+    direct, loaded = Voice.load(tiny_voice_path), Voice.load(tiny_voice_path, prepared=prepared)
+    text = "Hello there."
+    assert np.array_equal(direct.synthesize(text).samples, loaded.synthesize(text).samples)
+
+
+def test_decoder_reading_the_phoneme_inputs_is_not_split(tmp_path: Path) -> None:
+    """A decoder that reads `input_lengths` (as a mask would) cannot be run on windows."""
+    model = onnx.load(str(make_tiny_vits_voice(tmp_path / "vits.onnx")))
+    tanh = next(n for n in model.graph.node if n.name == "/dec/Tanh")
+    tanh.input[0] = "post_len"
+    model.graph.node.extend([
+        onnx.helper.make_node("Cast", ["input_lengths"], ["len_f"], to=onnx.TensorProto.FLOAT,
+                              name="/Cast_len"),
+        onnx.helper.make_node("Add", ["post", "len_f"], ["post_len"], name="/dec/AddLen"),
+    ])
+    # Keep the nodes in topological order for the checker: Tanh and the reshape go last.
+    nodes = sorted(model.graph.node, key=lambda n: n.name in ("/dec/Tanh", "/Reshape_out"))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    onnx.checker.check_model(model)
+    with pytest.raises(NotSplittable, match=r"reads \['input_lengths'\].*cannot be run on windows"):
+        split_piper_graph(model)
+
+
+def test_second_load_reuses_the_folder(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    first = _prepare(onnx_path, tmp_path / "cache")
+    stamp = (first.folder / "manifest.json").stat().st_mtime_ns
+    caplog.set_level(logging.INFO, logger="edged.prepared_voice")
+    again = _prepare(onnx_path, tmp_path / "cache")
+    assert again == first
+    assert (first.folder / "manifest.json").stat().st_mtime_ns == stamp
+    assert "Preparing" not in caplog.text
+
+
+def test_damaged_weights_are_prepared_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    first = _prepare(onnx_path, tmp_path / "cache")
+    weights = first.folder / "decoder.weights"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    weights.write_bytes(bytes(data))
+    assert read_prepared(first.folder, file_sha256(onnx_path)) is None
+    caplog.set_level(logging.INFO, logger="edged.prepared_voice")
+    again = _prepare(onnx_path, tmp_path / "cache")
+    assert "decoder.weights fails its checksum" in caplog.text
+    assert "Preparing voice vits.onnx" in caplog.text
+    assert weights.read_bytes() != bytes(data)
+    _same_audio(Voice.load(onnx_path), Voice.load(onnx_path, prepared=again), LONG)
+
+
+def test_new_onnxruntime_version_prepares_again(tmp_path: Path) -> None:
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    first = _prepare(onnx_path, tmp_path / "cache")
+    manifest = json.loads((first.folder / "manifest.json").read_text())
+    manifest["onnxruntime"] = "0.0.1"
+    (first.folder / "manifest.json").write_text(json.dumps(manifest))
+    assert read_prepared(first.folder, file_sha256(onnx_path)) is None
+    again = _prepare(onnx_path, tmp_path / "cache")
+    assert json.loads((again.folder / "manifest.json").read_text())["onnxruntime"] != "0.0.1"
+
+
+def test_changed_model_gets_a_new_folder_and_the_old_one_goes(tmp_path: Path) -> None:
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    first = _prepare(onnx_path, tmp_path / "cache")
+    make_tiny_vits_voice(onnx_path, speakers={"a": 0, "b": 1})  # same name, another model
+    second = _prepare(onnx_path, tmp_path / "cache")
+    assert second.folder != first.folder
+    assert second.extra_inputs == ("sid",)
+    assert not first.folder.exists()
+    assert [p.name for p in (tmp_path / "cache" / "models").iterdir()] == [second.folder.name]
+
+
+def test_two_processes_preparing_at_once(tmp_path: Path) -> None:
+    """`edged cache warm` and the daemon may prepare the same voice together: one folder wins,
+    both see it whole, nothing half-written is left behind."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    sha = file_sha256(onnx_path)
+    folder = prepared_folder(tmp_path / "cache", onnx_path, sha)
+    folder.parent.mkdir(parents=True)
+    argv = [sys.executable, "-m", "edged.prepared_voice", str(onnx_path), str(folder), sha]
+    procs = [subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    assert read_prepared(folder, sha) is not None
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]
+
+
+def test_unpreparable_voice_is_loaded_directly(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """cache.dir/models cannot be made (a file is in the way, even for root): one warning, and the
+    voice still loads and speaks."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "models").write_text("in the way")
+    caplog.set_level(logging.INFO)
+    assert ensure_prepared(onnx_path, file_sha256(onnx_path), cache) is None
+    assert "cannot prepare it" in caplog.text and "loading it directly" in caplog.text
+
+
+def test_child_failure_is_one_line_in_the_log(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    broken = tmp_path / "v" / "broken.onnx"
+    make_tiny_voice(broken)
+    broken.write_bytes(b"not a model")
+    caplog.set_level(logging.WARNING)
+    assert ensure_prepared(broken, file_sha256(broken), tmp_path / "cache") is None
+    line = next(r.getMessage() for r in caplog.records if "cannot prepare" in r.getMessage())
+    assert "broken.onnx" in line and "\n" not in line
+    assert not list((tmp_path / "cache" / "models").iterdir())  # no half-written folder
+
+
+@pytest.mark.voice
+def test_default_voice_prepared_through_the_config(tmp_path: Path, default_voice_path: Path) -> None:
+    """The real voice as the daemon loads it: split, and the same audio as the .onnx loaded as it is,
+    for the longest corpus line (several pieces, several windows each)."""
+    from asr import corpus_lines
+
+    longest = max(corpus_lines()[0], key=len)
+    config = parse_config({"voice": {"name": str(default_voice_path)}, "cache": {"dir": "cache"}}, tmp_path)
+    voice = load_voice(config)
+    folders = list((tmp_path / "cache" / "models").iterdir())
+    assert len(folders) == 1
+    manifest = json.loads((folders[0] / "manifest.json").read_text())
+    assert manifest["kind"] == "split", manifest.get("note")
+    assert manifest["hop"] == 256 and manifest["pad"] <= 32
+    direct = Voice.load(default_voice_path, threads=voice.threads, max_phonemes=voice.max_phonemes)
+    _same_audio(direct, voice, longest, noise_scale=0.0, noise_w=0.0)  # noise off: repeatable
+    off = parse_config({"voice": {"name": str(default_voice_path), "prepare": False},
+                        "cache": {"dir": "cache2"}}, tmp_path)
+    load_voice(off)
+    assert not (tmp_path / "cache2" / "models").exists()
+
+
+@pytest.mark.voice
+def test_int8_precision_quantizes_all_but_the_decoder(tmp_path: Path, default_voice_path: Path) -> None:
+    """`voice.precision: int8`: a smaller encoder, a float decoder (still windowed), its own
+    folder next to the float32 one, and a fingerprint of its own (the phrase cache must not
+    serve float32 audio for it)."""
+    def config(precision: str) -> object:
+        return parse_config({"voice": {"name": str(default_voice_path), "precision": precision},
+                             "cache": {"dir": "cache"}}, tmp_path)
+
+    int8 = load_voice(config("int8"))  # type: ignore[arg-type]
+    folder = next((tmp_path / "cache" / "models").glob("en_US-joe-medium-int8-*"))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert (manifest["precision"], manifest["kind"]) == ("int8", "split")
+    assert manifest["files"]["encoder.weights"]["size"] < 20e6  # float32: 55.8 MB
+    def ops(name: str) -> set[str]:
+        return {n.op_type for n in onnx.load(str(folder / name), load_external_data=False).graph.node}
+
+    assert not ops("decoder.onnx") & {"DynamicQuantizeLinear", "ConvInteger", "MatMulInteger"}
+    assert "DynamicQuantizeLinear" in ops("encoder.onnx")
+    float32 = load_voice(config("float32"))  # type: ignore[arg-type]
+    assert float32.precision == "float32"
+    assert len(list((tmp_path / "cache" / "models").iterdir())) == 2  # neither replaced the other
+    assert int8.fingerprint != float32.fingerprint
+    audio = int8.synthesize("The front door is open.").samples
+    assert np.abs(audio).max() > 3000
