@@ -99,7 +99,7 @@ def parallel_stream(voice: Any, text: str, settings: Any, workers: int,
                     lookahead: int) -> Iterator[Any]:
     """Voice.stream with `workers` inferences at once: the change measured as "N sentences at
     once". Voice.stream runs its lookahead on ONE worker thread, so it never overlaps two
-    inferences; this uses the same pieces and Voice._chunk (private: this is a prototype of
+    inferences; this uses the same pieces and Voice._piece_audio (private: this is a prototype of
     the change to voice.py, not a second implementation of synthesis)."""
     pieces = voice.pieces(text)
     ahead = max(lookahead, workers - 1)
@@ -108,10 +108,17 @@ def parallel_stream(voice: Any, text: str, settings: Any, workers: int,
         submitted = 0
         for _ in range(len(pieces)):
             while submitted < len(pieces) and len(pending) <= ahead:
-                pending.append(pool.submit(voice._chunk, pieces[submitted], settings,
+                pending.append(pool.submit(_piece, voice, pieces[submitted], settings,
                                            submitted == len(pieces) - 1))
                 submitted += 1
             yield pending.pop(0).result()
+
+
+def _piece(voice: Any, piece: Any, settings: Any, last: bool) -> Any:
+    """One piece's audio in one chunk (its decoder windows joined)."""
+    from edged.audio import Audio
+
+    return Audio.join(list(voice._piece_audio(piece, settings, last)), voice.sample_rate)
 
 
 # ------------------------------------------------------------------------ piper

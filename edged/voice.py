@@ -11,13 +11,13 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
+from .ahead import run_ahead
 from .audio import Audio
 from .frontend.normalize import NORMALIZER_VERSION, normalize
 from .frontend.phonemes import PhonemeIds, PhonemizerError, phonemize
@@ -209,47 +209,44 @@ class Voice:
 
     def stream(self, text: str, settings: SynthesisSettings | None = None,
                lookahead: int = 1) -> Iterator[Audio]:
-        """One Audio chunk per piece, in order; a sentence pause follows each sentence but the last.
+        """Audio chunks in order: one per piece, or per decoder window of a prepared voice; a
+        sentence pause ends each sentence but the last.
 
-        While the caller consumes a chunk, the next `lookahead` pieces are already being
+        While the caller consumes a chunk, the next `lookahead` chunks are already being
         synthesized on a worker thread, so playback and inference overlap.
         """
         settings = settings or self.settings()
         pieces = self.pieces(text)
         if not pieces:
             return
+        chunks = (chunk for i, piece in enumerate(pieces)
+                  for chunk in self._piece_audio(piece, settings, last=i == len(pieces) - 1))
         if lookahead <= 0:
-            for i, piece in enumerate(pieces):
-                yield self._chunk(piece, settings, last=i == len(pieces) - 1)
-            return
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="edged-synth")
-        pending: list[Future[Audio]] = []
-        submitted = 0
-        try:
-            for _ in range(len(pieces)):
-                while submitted < len(pieces) and len(pending) <= lookahead:
-                    pending.append(pool.submit(self._chunk, pieces[submitted], settings,
-                                               submitted == len(pieces) - 1))
-                    submitted += 1
-                yield pending.pop(0).result()
-        finally:
-            # A stream dropped early (skip, interrupt) must not wait for the inference still
-            # running: measured 459 ms to close after the first chunk when it waited.
-            pool.shutdown(wait=False, cancel_futures=True)
+            yield from chunks
+        else:
+            yield from run_ahead(chunks, lookahead, name="edged-synth")
 
     def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio:
         """The whole announcement as one Audio."""
         return Audio.join(list(self.stream(text, settings, lookahead=0)), self.sample_rate)
 
-    def _chunk(self, piece: Piece, settings: SynthesisSettings, last: bool) -> Audio:
-        samples = self.infer(self._ids(piece.text), settings)
-        if piece.ends_sentence and not last and self.sentence_pause_ms:
-            pause = np.zeros(self.sample_rate * self.sentence_pause_ms // 1000, dtype=np.int16)
-            samples = np.concatenate([samples, pause])
-        return Audio(samples, self.sample_rate)
+    def _piece_audio(self, piece: Piece, settings: SynthesisSettings, last: bool) -> Iterator[Audio]:
+        parts = self._model.stream(self._feeds(self._ids(piece.text), settings))
+        pause = piece.ends_sentence and not last and self.sentence_pause_ms
+        samples = _to_int16(next(parts))
+        for following in parts:  # one behind, so the pause can go onto the piece's last chunk
+            yield Audio(samples, self.sample_rate)
+            samples = _to_int16(following)
+        if pause:
+            silence = np.zeros(self.sample_rate * self.sentence_pause_ms // 1000, dtype=np.int16)
+            samples = np.concatenate([samples, silence])
+        yield Audio(samples, self.sample_rate)
 
     def infer(self, ids: list[int], settings: SynthesisSettings) -> np.ndarray:
         """One model call: phoneme ids -> int16 samples."""
+        return _to_int16(self._model.run(self._feeds(ids, settings)))
+
+    def _feeds(self, ids: list[int], settings: SynthesisSettings) -> dict[str, np.ndarray]:
         feeds = {
             "input": np.array([ids], dtype=np.int64),
             "input_lengths": np.array([len(ids)], dtype=np.int64),
@@ -259,8 +256,11 @@ class Voice:
         }
         if self.num_speakers > 1:
             feeds["sid"] = np.array([settings.speaker_id or 0], dtype=np.int64)
-        audio = self._model.run(feeds)
-        return (np.clip(audio, -1.0, 1.0) * 32767).astype(np.int16)
+        return feeds
+
+
+def _to_int16(audio: np.ndarray) -> np.ndarray:
+    return (np.clip(audio, -1.0, 1.0) * 32767).astype(np.int16)
 
 
 def _read_voice_json(json_path: Path) -> dict[str, Any]:

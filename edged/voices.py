@@ -13,7 +13,7 @@ import importlib.util
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,8 +107,10 @@ def _info(name: str, onnx_path: Path, source: str) -> VoiceInfo:
     )
 
 
-def load_voice(config: Config, name: str | None = None) -> Voice:
-    """Load the configured voice (or `name`) with the config's synthesis options."""
+def load_voice(config: Config, name: str | None = None,
+               status: Callable[[str], None] | None = None) -> Voice:
+    """Load the configured voice (or `name`) with the config's synthesis options; `status`
+    hears when it has to be prepared first (see prepared_voice)."""
     path = find_voice(name or config.voice.name, config.voice.dirs)
     memo = config.cache.dir / HASH_MEMO_NAME
     prepared = None
@@ -119,7 +121,8 @@ def load_voice(config: Config, name: str | None = None) -> Voice:
     if config.voice.prepare and path.stat().st_size >= _PREPARE_MIN_BYTES:
         try:
             config.cache.dir.mkdir(parents=True, exist_ok=True)  # for the memo, too
-            prepared = ensure_prepared(path, file_sha256(path, memo), config.cache.dir, precision)
+            prepared = ensure_prepared(path, file_sha256(path, memo), config.cache.dir, precision,
+                                       status)
         except OSError as err:  # e.g. cache.dir unwritable: speaking matters more
             _LOGGER.warning("Voice %s: cannot prepare it in %s (%s); loading it directly",
                             path.name, config.cache.dir, err.strerror or err)

@@ -178,11 +178,14 @@ def test_watchdog_pings_stop_while_the_worker_hangs(tmp_path: Path, broker: Brok
                                                     notify: NotifyListener) -> None:
     """Protects the point of the watchdog: while one inference keeps the speaker thread from
     beating for longer than limits.heartbeat_max_age_s, no WATCHDOG=1 is sent (so systemd
-    would restart edged), and pings resume once the worker is healthy again."""
+    would restart edged), and pings resume once the worker is healthy again.
+
+    The voice is loaded as it is (`prepare: false`): a prepared voice hands over audio window by
+    window, and the speaker beats at every window; one whole-graph inference does not."""
     watcher = Watcher(broker.port, unique_prefix)
     daemon = DaemonProc(tmp_path / "d", broker.port, unique_prefix, default_voice_path,
                         # one thread: the single long inference must outlast the max age
-                        voice={"max_phonemes": 2000, "threads": 1},
+                        voice={"max_phonemes": 2000, "threads": 1, "prepare": False},
                         limits={"heartbeat_max_age_s": 1.0})
     try:
         daemon.start(watcher)
@@ -212,6 +215,29 @@ def test_watchdog_pings_stop_while_the_worker_hangs(tmp_path: Path, broker: Brok
 
         _wait_pings(notify, finished, 3)  # pinging again
         wait_log(daemon, "pings resumed")
+    finally:
+        daemon.stop()
+        watcher.close()
+
+
+def test_first_start_prepares_the_voice_and_says_so(tmp_path: Path, broker: Broker, unique_prefix: str,
+                                                   default_voice_path: Path,
+                                                   notify: NotifyListener) -> None:
+    """A new cache dir: STATUS says the voice is being prepared before READY (it takes seconds,
+    a minute on a small board). The next start finds it prepared and says nothing of the kind."""
+    watcher = Watcher(broker.port, unique_prefix)
+    daemon = DaemonProc(tmp_path / "d", broker.port, unique_prefix, default_voice_path)
+    try:
+        for start in ("first", "second"):
+            mark = notify.mark()
+            daemon.start(watcher)
+            ready = notify.wait(lambda d: d.fields.get("READY") == "1", mark)
+            statuses = [d.fields.get("STATUS", "") for d in notify.got[mark:ready]]
+            preparing = [s for s in statuses if s.startswith("preparing voice en_US-joe-medium.onnx")]
+            assert bool(preparing) == (start == "first"), (start, statuses)
+            daemon.signal(signal.SIGTERM)
+            assert daemon.wait(_TIMEOUT_S) == 0
+        assert len(list((tmp_path / "d" / "cache" / "models").iterdir())) == 1
     finally:
         daemon.stop()
         watcher.close()

@@ -87,7 +87,7 @@ def serve(config: Config) -> bool:
     notifier = Notifier()
     notifier.status("loading voice")
     try:
-        voice = load_voice(config)
+        voice = load_voice(config, status=notifier.status)
         settings = default_settings(config, voice)
         start = time.monotonic()
         voice.synthesize("Ready.", settings)  # first inference: allocations, lazy init
