@@ -4,7 +4,7 @@
 
 What is measured, with a real mosquitto on loopback and `edged run` as systemd would start it
 (NOTIFY_SOCKET bound here, WATCHDOG_USEC set):
-- spawn -> READY=1 datagram (5 runs per variant of en_US-joe-medium: fp32 and
+- spawn -> READY=1 datagram (9 runs per variant of en_US-joe-medium: fp32 and
   `voice.precision: int8`, both prepared by `edged cache warm` beforehand as on a device; and
   fp32 with `voice.prepare: false`, loaded from its .onnx as it is);
 - spawn -> audio of a pinned phrase on <prefix>/audio/<id>: the request is published at spawn
@@ -37,7 +37,7 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 sys.path.insert(0, str(Path(__file__).parent))
 from common import REPO_DIR, SHARED_DIR, free_port, machine_info, summary, table, write_result  # noqa: E402
 
-REPS = 5
+REPS = 9
 PHRASE = "The front door is open."
 CORPUS = SHARED_DIR / "corpus" / "announcements_en.txt"
 PIPER_RSS_GOAL_RATIO = 0.5
