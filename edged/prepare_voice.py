@@ -41,8 +41,8 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
 
     from .model_split import NotSplittable, quantize_int8, split_piper_graph
 
+    _remove_leftovers(folder)
     work = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:
         source = onnx_path
@@ -148,10 +148,29 @@ def _move_into_place(work: Path, folder: Path, sha256: str, precision: str) -> N
             return  # another process prepared it meanwhile
         # Stale or damaged: move it aside first. A process that has its files mapped keeps them.
         old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
-        folder.rename(old)
+        with contextlib.suppress(FileNotFoundError):  # another preparer moved it first
+            folder.rename(old)
         shutil.rmtree(old, ignore_errors=True)
     with contextlib.suppress(FileExistsError, OSError):
         work.rename(folder)
+
+
+def _remove_leftovers(folder: Path) -> None:
+    """Work folders of preparers that died (killed at the timeout, power cut): tens of MB each."""
+    for leftover in folder.parent.glob(f".{folder.name}.*"):
+        pid = leftover.name.removeprefix(f".{folder.name}.").split(".")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:

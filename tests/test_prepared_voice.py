@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -262,3 +263,22 @@ def test_prepared_voice_streams_window_by_window(tmp_path: Path) -> None:
     joined = np.concatenate([c.samples for c in chunks])
     assert np.array_equal(joined, voice.synthesize(text).samples)
     assert np.array_equal(joined, np.concatenate([c.samples for c in voice.stream(text, lookahead=0)]))
+
+
+def test_work_folders_of_dead_preparers_are_removed(tmp_path: Path) -> None:
+    """A preparer killed at its timeout leaves a work folder of tens of MB: the next one removes
+    it; a live preparer's folder stays."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    sha = file_sha256(onnx_path)
+    folder = prepared_folder(tmp_path / "cache", onnx_path, sha)
+    folder.parent.mkdir(parents=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    leftover = folder.with_name(f".{folder.name}.{dead}.tmp")
+    leftover.mkdir()
+    (leftover / "encoder.weights").write_bytes(b"x" * 1000)
+    live = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    live.mkdir()
+    _prepare(onnx_path, tmp_path / "cache")
+    assert not leftover.exists()
+    assert live.exists()
