@@ -25,12 +25,8 @@ unwindowed 0.062 and 248 MB."""
 class Model(Protocol):
     input_names: frozenset[str]
 
-    def run(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
-        """Piper's feeds -> float32 samples, 1-D."""
-        ...
-
     def stream(self, feeds: dict[str, np.ndarray]) -> Iterator[np.ndarray]:
-        """The same samples in consecutive parts, each as soon as it is made."""
+        """Piper's feeds -> float32 samples (1-D) in consecutive parts, each as soon as it is made."""
         ...
 
 
@@ -64,11 +60,8 @@ class WholeModel:
         self._session = session
         self.input_names = frozenset(i.name for i in session.get_inputs())
 
-    def run(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
-        return self._session.run(None, feeds)[0].reshape(-1)
-
     def stream(self, feeds: dict[str, np.ndarray]) -> Iterator[np.ndarray]:
-        yield self.run(feeds)
+        yield self._session.run(None, feeds)[0].reshape(-1)
 
 
 class SplitModel:
@@ -82,9 +75,6 @@ class SplitModel:
         self.pad = pad
         self.window = window
         self.input_names = frozenset(i.name for i in encoder.get_inputs())
-
-    def run(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
-        return np.concatenate(list(self.stream(feeds)))
 
     def stream(self, feeds: dict[str, np.ndarray]) -> Iterator[np.ndarray]:
         latent = self._encoder.run([self._latent], feeds)[0]

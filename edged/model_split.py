@@ -50,7 +50,7 @@ def split_piper_graph(model: onnx.ModelProto) -> SplitGraph:
     graph_inputs = [i.name for i in graph.input if i.name not in constants]
 
     latent = _find_latent(graph.node, producer, constants)
-    needed = _graph_inputs_needed(graph, latent, producer, constants)
+    needed = _inputs_reached([o.name for o in graph.output], producer, constants, frozenset({latent}))
     if not needed <= {_SPEAKER_INPUT}:
         raise NotSplittable(f"the decoder reads {sorted(needed)}: it cannot be run on windows")
     extra = tuple(sorted(needed))
@@ -101,8 +101,8 @@ def _find_latent(nodes: Iterable[onnx.NodeProto], producer: dict[str, onnx.NodeP
     if first is None:
         raise NotSplittable(f"no {_DECODER_SCOPE}* nodes (the export has no module names)")
     for name in first.input:
-        if not name or name in constants or _is_constant(name, producer, constants):
-            continue
+        if not name or not _inputs_reached([name], producer, constants):
+            continue  # a constant, e.g. a reshaped bias
         node = producer.get(name)
         while node is not None and node.op_type in _PASS_THROUGH_OPS:
             name = node.input[0]
@@ -111,9 +111,12 @@ def _find_latent(nodes: Iterable[onnx.NodeProto], producer: dict[str, onnx.NodeP
     raise NotSplittable(f"the first decoder node {first.name} has no variable input")
 
 
-def _is_constant(name: str, producer: dict[str, onnx.NodeProto], constants: set[str]) -> bool:
-    """True when `name` is computed from initializers only (e.g. a reshaped bias)."""
-    stack, seen = [name], set()
+def _inputs_reached(starts: list[str], producer: dict[str, onnx.NodeProto], constants: set[str],
+                    stop: frozenset[str] = frozenset()) -> set[str]:
+    """The graph inputs `starts` are computed from, walking back through producers (not past
+    initializers or the names in `stop`). Empty: computed from initializers only."""
+    reached: set[str] = set()
+    stack, seen = list(starts), set(stop)
     while stack:
         current = stack.pop()
         if current in seen or current in constants:
@@ -121,27 +124,10 @@ def _is_constant(name: str, producer: dict[str, onnx.NodeProto], constants: set[
         seen.add(current)
         node = producer.get(current)
         if node is None:
-            return False  # a graph input
-        stack += [i for i in node.input if i]
-    return True
-
-
-def _graph_inputs_needed(graph: onnx.GraphProto, latent: str, producer: dict[str, onnx.NodeProto],
-                         constants: set[str]) -> set[str]:
-    """The graph inputs the outputs depend on when `latent` is given."""
-    needed: set[str] = set()
-    stack, seen = [o.name for o in graph.output], {latent}
-    while stack:
-        current = stack.pop()
-        if current in seen or current in constants:
-            continue
-        seen.add(current)
-        node = producer.get(current)
-        if node is None:
-            needed.add(current)
+            reached.add(current)
             continue
         stack += [i for i in node.input if i]
         for attr in node.attribute:  # If/Loop bodies read outer names too
             if attr.type == onnx.AttributeProto.GRAPH:
-                raise NotSplittable(f"node {node.name} has a subgraph; not a plain VITS decoder")
-    return needed
+                raise NotSplittable(f"node {node.name} has a subgraph; not a plain VITS graph")
+    return reached

@@ -82,6 +82,7 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
                              for p in sorted(work.iterdir())}
         (work / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         _move_into_place(work, folder, sha256, precision)
+        _remove_stale(folder)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -153,6 +154,15 @@ def _move_into_place(work: Path, folder: Path, sha256: str, precision: str) -> N
         shutil.rmtree(old, ignore_errors=True)
     with contextlib.suppress(FileExistsError, OSError):
         work.rename(folder)
+
+
+def _remove_stale(keep: Path) -> None:
+    """Other prepared folders of the same voice file name (an older model) are dead weight."""
+    stem = keep.name.rsplit("-", 1)[0]
+    for other in keep.parent.glob(f"{stem}-*"):
+        suffix = other.name.removeprefix(f"{stem}-")
+        if other != keep and other.is_dir() and len(suffix) == 16 and suffix.isalnum():
+            shutil.rmtree(other, ignore_errors=True)
 
 
 def _remove_leftovers(folder: Path) -> None:

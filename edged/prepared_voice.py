@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import subprocess
 import sys
 import time
@@ -127,17 +126,7 @@ def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: st
         return None
     _LOGGER.info("Prepared voice %s in %.1f s: %s", onnx_path.name, time.monotonic() - start,
                  prepared.describe())
-    _remove_stale(folder)
     return prepared
-
-
-def _remove_stale(keep: Path) -> None:
-    """Other prepared folders of the same voice file name (an older model) are dead weight."""
-    stem = keep.name.rsplit("-", 1)[0]
-    for other in keep.parent.glob(f"{stem}-*"):
-        suffix = other.name.removeprefix(f"{stem}-")
-        if other != keep and other.is_dir() and len(suffix) == 16 and suffix.isalnum():
-            shutil.rmtree(other, ignore_errors=True)
 
 
 def file_digest(path: Path) -> tuple[int, str]:

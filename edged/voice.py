@@ -242,10 +242,6 @@ class Voice:
             samples = np.concatenate([samples, silence])
         yield Audio(samples, self.sample_rate)
 
-    def infer(self, ids: list[int], settings: SynthesisSettings) -> np.ndarray:
-        """One model call: phoneme ids -> int16 samples."""
-        return _to_int16(self._model.run(self._feeds(ids, settings)))
-
     def _feeds(self, ids: list[int], settings: SynthesisSettings) -> dict[str, np.ndarray]:
         feeds = {
             "input": np.array([ids], dtype=np.int64),

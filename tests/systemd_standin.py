@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import signal
 import site
 import socket
 import sys
@@ -44,8 +45,7 @@ def watchdog_mode(notifier: Notifier) -> None:
     notifier.start_watchdog(lambda: min(time.monotonic(), started + fresh_s), max_age_s=0.3)
     report(event="ready", watchdog_usec=os.environ.get("WATCHDOG_USEC"),
            notify_socket=os.environ.get("NOTIFY_SOCKET"))
-    while True:
-        time.sleep(60)  # the "hung worker": systemd's watchdog ends this
+    signal.pause()  # the "hung worker": systemd's watchdog ends this
 
 
 def stack_mode(notifier: Notifier) -> None:
@@ -141,8 +141,7 @@ def stack_mode(notifier: Notifier) -> None:
     attempt("checks", checks)
     notifier.ready("checked")
     report(event="stack", results=results)
-    while True:
-        time.sleep(60)  # stay active until the test stops the unit
+    signal.pause()  # stay active until the test stops the unit (SIGTERM)
 
 
 def main() -> None:

@@ -38,9 +38,8 @@ def test_worker_stays_at_most_depth_items_ahead() -> None:
     assert next(items) == 0
     with room:  # the worker fills the buffer, then must wait for the consumer
         assert room.wait_for(lambda: len(made) >= 4, timeout=5)
-    # Let it run if it were going to: it is blocked in put() with the buffer full.
-    time.sleep(0.2)  # waiting for something NOT to happen: there is no event to await
-    assert len(made) <= 1 + 3 + 1  # consumed + buffered + the one waiting for room
+        # Blocked in put() with the buffer full: making a sixth item would notify `room`.
+        assert not room.wait_for(lambda: len(made) > 1 + 3 + 1, timeout=0.3)
     assert list(items) == list(range(1, 20))
 
 
