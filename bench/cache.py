@@ -33,10 +33,10 @@ from common import (  # noqa: E402
 )
 
 from edged.audio import Audio, to_wav_bytes  # noqa: E402
-from edged.cache import PhraseCache, expand_phrases  # noqa: E402
-from edged.cache_keys import make_key  # noqa: E402
+from edged.cache import PhraseCache, expand_phrases, warm  # noqa: E402
+from edged.cache.keys import make_key  # noqa: E402
 from edged.config import CacheConfig, load_config  # noqa: E402
-from edged.voices import default_settings, load_voice  # noqa: E402
+from edged.voice import default_settings, load_voice  # noqa: E402
 
 _CANDIDATES = (
     "The kitchen window is open and it is starting to rain.",
@@ -133,8 +133,11 @@ def main() -> None:
 
         phrases = expand_phrases(config.cache.phrases, config.cache.max_expansions)
         warm_cache = PhraseCache(CacheConfig(dir=root / "warm"))
-        cold = warm_cache.warm(voice, settings, phrases)
-        again = PhraseCache(CacheConfig(dir=root / "warm")).warm(voice, settings, phrases)
+        cold = warm(warm_cache, warm_cache.pin_keys(voice, settings, phrases),
+                    lambda t: voice.synthesize(t, settings))
+        again_cache = PhraseCache(CacheConfig(dir=root / "warm"))
+        again = warm(again_cache, again_cache.pin_keys(voice, settings, phrases),
+                     lambda t: voice.synthesize(t, settings))
 
     floor = rows["wav_read_floor"]["p50_us"]
     for row in rows.values():

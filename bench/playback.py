@@ -117,7 +117,7 @@ def _thread_cpu_s(thread: threading.Thread) -> float:
 def bench_soxr() -> dict[str, Any]:
     import soxr
 
-    from edged.resample import QUALITY, Resampler
+    from edged.playback.resample import QUALITY, Resampler
 
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(RATE * 10) * 0.1).astype(np.float32)  # 10 s
@@ -146,7 +146,7 @@ def bench_soxr() -> dict[str, Any]:
 def bench_pipeline() -> dict[str, Any]:
     from edged.audio import Audio
     from edged.config import AudioConfig
-    from edged.loudness import Shaper
+    from edged.playback.loudness import Shaper
 
     rng = np.random.default_rng(1)
     chunk = Audio((rng.standard_normal(RATE * 2) * 3000).astype(np.int16), RATE)
@@ -167,7 +167,7 @@ def bench_pipeline() -> dict[str, Any]:
 def bench_player(work: Path, plays: int) -> dict[str, Any]:
     from edged.audio import Audio
     from edged.config import AudioConfig
-    from edged.player import Player
+    from edged.playback import Player
 
     os.environ.update(_sink_env(work))
     tail = FileTail(work / "played.raw")

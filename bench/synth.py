@@ -146,8 +146,8 @@ def model_paths(workdir: Path) -> tuple[dict[str, Path], dict[str, Any]]:
         info["optimize_error"] = (proc.stderr or proc.stdout).strip()[-500:]
         print(f"edged voices optimize FAILED: {info['optimize_error']}", file=sys.stderr)
     # Prepared once, as `edged cache warm` does on a device; workers only load them.
-    from edged.hashes import file_sha256
-    from edged.prepared_voice import ensure_prepared
+    from edged.voice.hashes import file_sha256
+    from edged.voice.prepared import ensure_prepared
 
     paths["prepared"] = workdir / "prepared"
     for label in ("fp32", "int8"):

@@ -13,6 +13,7 @@ Only the engine under test is imported: edged's and piper's imports cost RSS and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -31,10 +32,11 @@ Synth = Callable[[str, bool], Iterator[np.ndarray]]
 
 # ------------------------------------------------------------------------ edged
 def edged_engine(args: argparse.Namespace) -> tuple[Synth, int]:
-    from edged import inference
-    from edged.hashes import file_sha256
-    from edged.prepared_voice import prepared_folder, read_prepared
+    from edged.synthesis import Scheduler
     from edged.voice import Voice
+    from edged.voice import onnx as inference
+    from edged.voice.hashes import file_sha256
+    from edged.voice.prepared import prepared_folder, read_prepared
 
     emit("imported")
     if args.spin:
@@ -54,17 +56,24 @@ def edged_engine(args: argparse.Namespace) -> tuple[Synth, int]:
     emit("loaded", rss_mb=rss_now_mb())
     settings = voice.settings()
     quiet = voice.settings(noise_scale=0, noise_w=0)
+    # lookahead N: through the daemon's synthesis scheduler (one worker, N chunks ahead);
+    # 0: the voice's steps on the calling thread.
+    scheduler = Scheduler(1, {"bench": 1}, depth=max(args.lookahead, 1))
+    scheduler.start()
 
     def synth(text: str, noise0: bool) -> Iterator[np.ndarray]:
         chosen = quiet if noise0 else settings
         if args.workers > 1:
             chunks = parallel_stream(voice, text, chosen, args.workers, args.lookahead)
+        elif args.lookahead > 0:
+            chunks = scheduler.submit(voice.stream(text, chosen), rank=2, source="bench")
         else:
-            chunks = voice.stream(text, chosen, lookahead=args.lookahead)
-        for audio in chunks:
-            yield audio.samples
+            chunks = voice.stream(text, chosen)
+        with contextlib.closing(chunks):
+            for audio in chunks:
+                yield audio.samples
 
-    return synth, voice.sample_rate
+    return synth, voice.rate_hz
 
 
 def _allow_spinning() -> None:
@@ -98,7 +107,7 @@ def _arena_off(inference: Any) -> None:
 def parallel_stream(voice: Any, text: str, settings: Any, workers: int,
                     lookahead: int) -> Iterator[Any]:
     """Voice.stream with `workers` inferences at once: the change measured as "N sentences at
-    once". Voice.stream runs its lookahead on ONE worker thread, so it never overlaps two
+    once". The scheduler's one worker (2 cores, 2 threads) never overlaps two
     inferences; this uses the same pieces and Voice._piece_audio (private: this is a prototype of
     the change to voice.py, not a second implementation of synthesis)."""
     pieces = voice.pieces(text)
@@ -118,7 +127,7 @@ def _piece(voice: Any, piece: Any, settings: Any, last: bool) -> Any:
     """One piece's audio in one chunk (its decoder windows joined)."""
     from edged.audio import Audio
 
-    return Audio.join(list(voice._piece_audio(piece, settings, last)), voice.sample_rate)
+    return Audio.join(list(voice._piece_audio(piece, settings, last)), voice.rate_hz)
 
 
 # ------------------------------------------------------------------------ piper

@@ -1,9 +1,11 @@
-"""Start-up checks shared by `edged run` and `edged check-config`.
+"""Start-up checks shared by `edged run`, `edged check-config` and a reload (SIGHUP).
 
 Each problem is one line, `<key or file>: <what is wrong>`, so a person (or the journal) can act
-on it. Config syntax and ranges are already checked by `load_config`; these checks look at
-the things a config points to: voice files and their sha256, writable folders (cache.dir,
-mqtt.state_dir), MQTT secret and TLS files, WAV files, and the service's memory limit.
+on it. Config syntax, ranges and the rules between fields are checked by the config loader;
+these checks look at what the config points to. Every path the config names is checked by the
+kind its schema gives it (config/schema.py, `path`): folders we write must be writable, secrets
+and PEM files readable, WAV files usable as chimes. Then the voice files and their sha256, and
+the service's memory limit.
 """
 
 from __future__ import annotations
@@ -14,28 +16,33 @@ import os
 import ssl
 import tempfile
 import typing
-import wave
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from .config import Config, ConfigError
-from .hashes import HASH_MEMO_NAME
+from .playback.chimes import load_chime
+from .voice import VoiceError, find_voice
+from .voice.catalog import CatalogError, load_catalog
+from .voice.hashes import HASH_MEMO_NAME, file_sha256, forget
 
 _LOGGER = logging.getLogger(__name__)
 
 _MAX_SECRET_BYTES: Final = 4096
-_MAX_WAV_BYTES: Final = 16 << 20
 
 
 def run_checks(config: Config, *, create_dirs: bool = False) -> list[str]:
     """Every problem found (empty: ready to start). `create_dirs`: make missing folders
     (the daemon does; `check-config` only checks that they could be made)."""
-    problems = _check_dirs(config, create_dirs)
-    problems += _check_voice(config)
-    problems += _check_mqtt_files(config)
-    problems += _check_audio_files(config)
-    problems += _check_memory_limit(config)
-    return problems
+    paths = list(config_paths(config))
+
+    def check(kinds: tuple[str, ...]) -> list[str]:
+        return [p for key, kind, path in paths
+                if kind in kinds and (p := _check_path(key, kind, path, create_dirs))]
+
+    # Folders first: the voice check remembers hashes in cache.dir.
+    return (check(("state", "folder")) + _check_voice(config) + check(("secret", "pem", "file"))
+            + _check_tls(config) + check(("wav",)) + _check_memory_limit(config))
 
 
 def ensure_ready(config: Config) -> None:
@@ -49,13 +56,37 @@ def ensure_ready(config: Config) -> None:
         raise ConfigError(problems[0] + more)
 
 
+def config_paths(config: Any, prefix: str = "") -> Iterator[tuple[str, str, Path]]:
+    """(key, kind, path) for every path the config names, walking every section."""
+    hints = typing.get_type_hints(type(config))
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        key = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(hints[f.name]):
+            yield from config_paths(value, key + ".")
+        elif "path" in f.metadata and value is not None:
+            values = value if isinstance(value, tuple) else (value,)
+            for i, path in enumerate(values):
+                yield (f"{key}[{i}]" if isinstance(value, tuple) else key), f.metadata["path"], path
+
+
+def _check_path(key: str, kind: str, path: Path, create: bool) -> str | None:
+    if kind == "state":
+        return check_writable_dir(path, key, create=create)
+    if kind == "folder":
+        return f"{key}: {path} is not a folder" if path.exists() and not path.is_dir() else None
+    if kind == "wav":
+        return check_wav_file(path, key)
+    limit = _MAX_SECRET_BYTES if kind == "secret" else None
+    problem = _check_readable(path, max_bytes=limit)
+    if problem:
+        return f"{key}: {problem}"
+    if kind == "secret" and not path.read_bytes().strip():
+        return f"{key}: {path} is empty"
+    return None
+
+
 # ---------------------------------------------------------------------------- folders
-def _check_dirs(config: Config, create: bool) -> list[str]:
-    folders = (("cache.dir", config.cache.dir), ("mqtt.state_dir", config.mqtt.state_dir))
-    problems = (check_writable_dir(Path(path), key, create=create) for key, path in folders)
-    return [p for p in problems if p]
-
-
 def check_writable_dir(path: Path, key: str, *, create: bool = False) -> str | None:
     """None if `path` is (or, when missing, could be made) a folder we can write to.
 
@@ -95,9 +126,6 @@ def _probe_write(folder: Path) -> str | None:
 
 # ---------------------------------------------------------------------------- voice
 def _check_voice(config: Config) -> list[str]:
-    from .voice import VoiceError  # imported here: the voice stack is heavy to import
-    from .voices import find_voice
-
     extra = []
     for i, name in enumerate(config.voices):
         try:
@@ -122,8 +150,6 @@ def check_voice_hashes(onnx_path: Path, hash_cache: Path | None = None) -> list[
     The sha256 of a file is remembered in `hash_cache` by (path, size, mtime, inode), so a
     restart does not rehash a 63 MB model; a file replaced or touched is hashed again.
     """
-    from .catalog import CatalogError, load_catalog
-    from .hashes import file_sha256, forget
 
     name = onnx_path.name.removesuffix(".onnx")
     try:
@@ -159,27 +185,14 @@ def check_voice_hashes(onnx_path: Path, hash_cache: Path | None = None) -> list[
     return problems
 
 
-# ---------------------------------------------------------------------------- MQTT files
-def _check_mqtt_files(config: Config) -> list[str]:
-    mqtt, tls = config.mqtt, config.mqtt.tls
+# ---------------------------------------------------------------------------- TLS
+def _check_tls(config: Config) -> list[str]:
+    """The TLS files load as the client will load them (readability is checked above)."""
+    tls = config.mqtt.tls
+    files = [p for p in (tls.ca_file, tls.cert_file, tls.key_file) if p is not None]
+    if not files or any(_check_readable(p) for p in files):
+        return []
     problems = []
-    if mqtt.password_file is not None:
-        problem = _check_readable(mqtt.password_file, max_bytes=_MAX_SECRET_BYTES)
-        if problem:
-            problems.append(f"mqtt.password_file: {problem}")
-        elif not mqtt.password_file.read_bytes().strip():
-            problems.append(f"mqtt.password_file: {mqtt.password_file} is empty")
-        if mqtt.username is None:
-            problems.append("mqtt.password_file: set without mqtt.username")
-    for key, path in (("ca_file", tls.ca_file), ("cert_file", tls.cert_file),
-                      ("key_file", tls.key_file)):
-        problem = _check_readable(path) if path is not None else None
-        if problem:
-            problems.append(f"mqtt.tls.{key}: {problem}")
-    if problems:
-        return problems
-    if tls.key_file is not None and tls.cert_file is None:
-        return ["mqtt.tls.key_file: set without mqtt.tls.cert_file"]
     context = ssl.create_default_context()
     if tls.ca_file is not None:
         try:
@@ -200,37 +213,16 @@ def _check_mqtt_files(config: Config) -> list[str]:
     return problems
 
 
-# ---------------------------------------------------------------------------- audio files
-def _check_audio_files(config: Config) -> list[str]:
-    """Every file path under `audio:` (chimes and the like) must be a readable WAV."""
-    problems = []
-    hints = typing.get_type_hints(type(config.audio))
-    for f in dataclasses.fields(config.audio):
-        value = getattr(config.audio, f.name)
-        if value is None or Path not in (hints[f.name], *typing.get_args(hints[f.name])):
-            continue
-        paths = value if isinstance(value, tuple) else (value,)
-        for i, path in enumerate(paths):
-            key = f"audio.{f.name}" + (f"[{i}]" if isinstance(value, tuple) else "")
-            problem = check_wav_file(path, key)
-            if problem:
-                problems.append(problem)
-    return problems
-
-
 def check_wav_file(path: Path, key: str) -> str | None:
-    """None if `path` is a readable 16-bit mono WAV with at least one frame."""
-    from .audio import from_wav_bytes
+    """None if `path` is a chime the player can use: a 16-bit WAV with at least one frame."""
 
-    problem = _check_readable(path, max_bytes=_MAX_WAV_BYTES)
+    problem = _check_readable(path)
     if problem:
         return f"{key}: {problem}"
     try:
-        audio = from_wav_bytes(path.read_bytes())
-    except (wave.Error, EOFError, ValueError) as err:
-        return f"{key}: {path}: not a 16-bit mono WAV file: {err}"
-    except OSError as err:
-        return f"{key}: {path}: cannot read: {err.strerror or err}"
+        audio = load_chime(path, key)
+    except ConfigError as err:
+        return str(err)
     if len(audio.samples) == 0:
         return f"{key}: {path}: WAV file holds no audio"
     return None

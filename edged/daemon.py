@@ -1,9 +1,12 @@
-"""The daemon: requests from MQTT, one speaker thread, events and audio back.
+"""The daemon: requests from MQTT, one announcer thread, events and audio back.
 
-    paho network thread                       speaker thread (exactly one)
+    paho network thread                       announcer thread (exactly one)
     on_say: parse -> check -> queue.put  ──►  job = queue.get()  (best priority first)
-      "queued" (or "rejected" + ack)            "started" -> cache or voice -> outputs
+      "queued" (or "rejected" + ack)            "started" -> cache or scheduler -> outputs
     on_control: stop/skip/clear/pause/resume    "finished"/"failed" -> remember id -> ack
+
+The queue holds announcements waiting for the loudspeaker; their synthesis runs on the shared
+synthesis scheduler (synthesis/scheduler.py) when their turn comes, at their priority.
 
 A request is acknowledged to the broker only after its final event, so one the daemon had
 not finished when it died is redelivered; finished ids are remembered on disk (DoneLog) so
@@ -26,16 +29,18 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from . import __version__
+from .announcer import Announcer, Job
 from .config import Config
 from .donelog import DoneLog
+from .events import ControlDone, Event, Failed, Finished, Queued, Rejected, Started
 from .jobqueue import JobQueue, QueueFull
 from .memory import MemoryGuard
 from .mqtt import MqttLink, Ticket
-from .requests import RequestError, Rules, new_id, parse_control, parse_request
-from .speaker import Job, Speaker
-from .voice import SynthesisSettings, Voice, VoiceError
-from .voice_pool import VoicePool
-from .voices import default_settings
+from .playback import Player
+from .priorities import preempts
+from .requests import Request, RequestError, Rules, new_id, parse_control, parse_request
+from .synthesis import Speech
+from .voice import VoiceError
 
 _LOGGER = logging.getLogger(__name__)
 SHUTDOWN: Final = "shutdown"
@@ -44,25 +49,22 @@ _STATS_EVERY_S: Final = 5.0
 
 
 class Daemon:
-    """Wiring of link, queue, voice, cache and player. `start`, then `stop` from any thread."""
+    """Requests in, announcements and events out. Built by `assembly.assemble`; `start`, then
+    `stop` from any thread."""
 
-    def __init__(self, config: Config, *, voice: Voice, cache: Any, done: DoneLog,
-                 player: Any = None, status: Callable[[str], None] | None = None) -> None:
+    def __init__(self, config: Config, *, speech: Speech, done: DoneLog, player: Player | None,
+                 link: MqttLink, status: Callable[[str], None] | None = None) -> None:
         self.config = config
-        self._voice = voice
-        self._default_names = {config.voice.name, voice.name}
-        # Other voices load on first use and are unloaded LRU within limits.memory_mb.
-        self._pool = VoicePool(config)
-        self._allowed = self._default_names | set(config.voices)
+        self._speech = speech
+        self._pool = speech.pool
+        self._cache = speech.cache
         self._memory = MemoryGuard(config.limits.memory_mb)
-        self._settings = default_settings(config, voice)
-        self._cache = cache
         self._done = done
         self._player = player
         self._status = status
         """Where a one-line status goes on every change (systemd's STATUS=)."""
         outputs = {"publish"} | ({"play"} if player is not None else set())
-        self._rules = Rules(max_chars=config.limits.max_chars, voices=self._allowed,
+        self._rules = Rules(max_chars=config.limits.max_chars, voices=self._pool.names,
                             outputs=outputs)
         self._queue: JobQueue[Job] = JobQueue(config.limits.queue)
         self._lock = threading.Lock()
@@ -72,11 +74,13 @@ class Daemon:
         self._stopping = threading.Event()
         self._stats: tuple[float, dict[str, Any]] = (0.0, {})
         self.heartbeat = time.monotonic()
-        self.link = MqttLink(config, self, receive_maximum=config.limits.queue + 2)
-        self._speaker = Speaker(cache, player, self.link, stream_audio=config.mqtt.stream_audio,
-                                fallback_to_publish=config.audio.fallback_to_publish,
-                                beat=self._beat)
-        self._worker = threading.Thread(target=self._work, name="edged-speaker", daemon=True)
+        self.link = link
+        link.handler = self
+        self._announcer = Announcer(speech, player, self.link,
+                                    stream_audio=config.mqtt.stream_audio,
+                                    fallback_to_publish=config.audio.fallback_to_publish,
+                                    beat=self._beat)
+        self._worker = threading.Thread(target=self._work, name="edged-announcer", daemon=True)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -117,46 +121,55 @@ class Daemon:
         try:
             request = parse_request(payload, self._rules)
         except RequestError as err:
-            _LOGGER.warning("Rejected a request: %s", err)
-            self._event(err.request_id or new_id(), "rejected", error=str(err))
-            self.link.ack(ticket)
+            self._reject(err.request_id or new_id(), str(err), ticket)
             return
         # Without an id, a redelivery is recognised by its packet id and payload.
-        key = request.id if request.id_given else (
+        done_key = request.id if request.id_given else (
             f"~{ticket.mid}:{hashlib.sha256(payload).hexdigest()[:16]}")
-        duplicate = key in self._done and (request.id_given or ticket.dup)
-        with self._lock:
-            duplicate = duplicate or (request.id_given and request.id in self._active_ids)
-        if duplicate:
+        if self._seen(request, done_key, ticket):
             _LOGGER.info("Request %s was delivered again; already handled, not spoken twice",
                          request.id)
             self.link.ack(ticket)
             return
-        voice_name = request.voice or self.config.voice.name
-        over = self._memory.over_budget()
-        if over:
-            self._reject(request.id, over, ticket)
-            return
-        try:
-            settings = self._settings_for(request, voice_name)
-        except VoiceError as err:
-            self._reject(request.id, str(err), ticket)
+        problem = self._memory.over_budget() or self._settings_problem(request)
+        if problem:
+            self._reject(request.id, problem, ticket)
             return
         ttl = request.ttl_s if request.ttl_s is not None else self.config.limits.task_timeout_s
-        job = Job(request, ticket, key, voice_name, settings,
-                  request.output or self.config.output, ttl, received)
+        self._enqueue(Job(request, ticket, done_key, request.voice,
+                          request.output or self.config.output, ttl, received))
+
+    def _seen(self, request: Request, done_key: str, ticket: Ticket) -> bool:
+        """Finished already, or being handled now (a redelivery): never spoken twice."""
+        if done_key in self._done and (request.id_given or ticket.dup):
+            return True
+        with self._lock:
+            return request.id_given and request.id in self._active_ids
+
+    def _settings_problem(self, request: Request) -> str | None:
+        """The configured voice is loaded: check the request's speaker and speed now. Another
+        voice is loaded (and its speaker checked) when its turn comes."""
+        if request.voice is not None and request.voice not in self._pool.default_names:
+            return None
+        try:
+            self._speech.settings(self._pool.get(), speaker=request.speaker, speed=request.speed)
+        except VoiceError as err:
+            return str(err)
+        return None
+
+    def _enqueue(self, job: Job) -> None:
+        request = job.request
         try:
             displaced = self._queue.put(job, request.rank, on_admit=self._admit)
         except QueueFull:
             self._reject(request.id, f"busy: {self._queue.maxsize} requests are already "
-                         f"waiting (limits.queue); try again later", ticket)
+                         f"waiting (limits.queue); try again later", job.ticket)
             return
         if displaced is not None:
-            self._finish(displaced, "failed", error="dropped from the full queue to make room "
-                         f"for {request.priority} request {request.id}")
-        if request.priority == "critical":
-            self._interrupt(lambda job: job.request.priority != "critical",
-                            f"interrupted by critical request {request.id}")
+            self._finish(displaced, Failed(displaced.request.id, error="dropped from the full "
+                         f"queue to make room for {request.priority} request {request.id}"))
+        self._interrupt(lambda current: preempts(request.priority, current.request.priority),
+                        f"interrupted by {request.priority} request {request.id}")
         self._publish_state()
 
     def on_control(self, payload: bytes, ticket: Ticket) -> None:
@@ -169,7 +182,7 @@ class Daemon:
         affected: list[str] = []
         if control.action in ("clear", "stop"):
             for job in self._queue.drain():
-                self._finish(job, "failed", error=f"cleared: {reason}")
+                self._finish(job, Failed(job.request.id, error=f"cleared: {reason}"))
                 affected.append(job.request.id)
         if control.action in ("skip", "stop"):
             affected += self._interrupt(lambda job: True, f"skipped: {reason}")
@@ -177,27 +190,20 @@ class Daemon:
             self._queue.pause()
         elif control.action == "resume":
             self._queue.resume()
-        self._event(control.id, "finished", action=control.action, affected=affected)
+        self._publish(ControlDone(control.id, action=control.action, affected=tuple(affected)))
         self.link.ack(ticket)
         self._publish_state()
 
     def _admit(self, job: Job) -> None:
-        # Runs under the queue lock, before the speaker thread can see the job.
+        # Runs under the queue lock, before the announcer thread can see the job.
         with self._lock:
             self._held[(job.ticket.generation, job.ticket.mid)] = job
             self._active_ids.add(job.request.id)
-        self._event(job.request.id, "queued", priority=job.request.priority,
-                    queue=len(self._queue) + 1)  # the queue's lock is an RLock: re-entry is fine
+        # The queue's lock is an RLock: len() from here is fine.
+        self._publish(Queued(job.request.id, priority=job.request.priority,
+                             queue=len(self._queue) + 1))
 
-    def _settings_for(self, request: Any, voice_name: str) -> SynthesisSettings | None:
-        if voice_name not in self._default_names:
-            return None  # an extra voice, loaded (and its speaker checked) when its turn comes
-        if request.speaker is None and request.speed is None:
-            return self._settings
-        return default_settings(self.config, self._voice, speaker=request.speaker,
-                                speed=request.speed)
-
-    def _interrupt(self, which: Any, reason: str) -> list[str]:
+    def _interrupt(self, which: Callable[[Job], bool], reason: str) -> list[str]:
         with self._lock:
             job = self._current
             if job is None or job.abort is not None or not which(job):
@@ -207,7 +213,7 @@ class Daemon:
             self._player.interrupt()
         return [job.request.id]
 
-    # -- the speaker thread ---------------------------------------------------------------
+    # -- the announcer thread -------------------------------------------------------------
 
     def _work(self) -> None:
         while not self._stopping.is_set():
@@ -217,31 +223,27 @@ class Daemon:
                 continue
             try:
                 self._serve(job)
-            except Exception:  # one announcement must never stop the speaker
+            except Exception:  # one announcement must never stop the announcer
                 _LOGGER.exception("Unexpected error serving request %s", job.request.id)
-                self._finish(job, "failed", error="internal error; see the daemon log")
+                self._finish(job, Failed(job.request.id,
+                                         error="internal error; see the daemon log"))
 
     def _serve(self, job: Job) -> None:
         waited = time.monotonic() - job.received
         if waited > job.ttl_s:
-            self._finish(job, "failed", error=f"expired: waited {waited:.1f} s in the queue; "
-                         f"its ttl_s is {job.ttl_s:g} s")
+            self._finish(job, Failed(job.request.id, error=f"expired: waited {waited:.1f} s in "
+                                     f"the queue; its ttl_s is {job.ttl_s:g} s"))
             return
         with self._lock:
             self._current = job
-        self._event(job.request.id, "started")
+        self._publish(Started(job.request.id))
         self._publish_state()
         try:
-            voice = (self._voice if job.voice_name in self._default_names
-                     else self._pool.get(job.voice_name))
-            settings = job.settings or voice.settings(speaker=job.request.speaker,
-                                                      speed=job.request.speed)
-            outcome = self._speaker.speak(job, voice, settings)
+            finished = self._announcer.announce(job)
         except Exception as err:
-            if job.abort == SHUTDOWN:
-                return
-            _LOGGER.warning("Request %s failed: %s", job.request.id, err)
-            self._finish(job, "failed", error=f"speaking failed: {err}")
+            if job.abort != SHUTDOWN:
+                _LOGGER.warning("Request %s failed: %s", job.request.id, err)
+                self._finish(job, Failed(job.request.id, error=f"speaking failed: {err}"))
             return
         finally:
             with self._lock:
@@ -250,25 +252,25 @@ class Daemon:
         if job.abort == SHUTDOWN:
             return  # left unacknowledged: the broker redelivers it after the restart
         if job.abort is not None:
-            self._finish(job, "failed", error=job.abort)
+            self._finish(job, Failed(job.request.id, error=job.abort))
         else:
-            self._finish(job, "finished", **outcome)
+            self._finish(job, finished)
 
     def _beat(self) -> None:
         self.heartbeat = time.monotonic()
 
     # -- events, acks, state --------------------------------------------------------------
 
-    def _finish(self, job: Job, kind: str, **fields: Any) -> None:
+    def _finish(self, job: Job, event: Finished | Failed) -> None:
         """The one final event of an accepted request, then remember it, then acknowledge."""
-        self._event(job.request.id, kind, **fields)
-        if kind == "finished":
+        self._publish(event)
+        if isinstance(event, Finished):
             _LOGGER.info("Finished request %s (%s, %d ms of audio, first audio after %s ms)",
-                         job.request.id, "cached" if fields.get("cached") else "synthesized",
-                         fields.get("duration_ms", 0), fields.get("first_audio_ms"))
+                         event.id, "cached" if event.cached else "synthesized",
+                         event.duration_ms, event.first_audio_ms)
         else:
-            _LOGGER.info("Request %s %s: %s", job.request.id, kind, fields.get("error"))
-        self._done.add(job.key)
+            _LOGGER.info("Request %s failed: %s", event.id, event.error)
+        self._done.add(job.done_key)
         with self._lock:
             self._held.pop((job.ticket.generation, job.ticket.mid), None)
             self._active_ids.discard(job.request.id)
@@ -276,12 +278,11 @@ class Daemon:
 
     def _reject(self, request_id: str, error: str, ticket: Ticket) -> None:
         _LOGGER.warning("Rejected request %s: %s", request_id, error)
-        self._event(request_id, "rejected", error=error)
+        self._publish(Rejected(request_id, error=error))
         self.link.ack(ticket)
 
-    def _event(self, request_id: str, kind: str, **fields: Any) -> None:
-        event = {"id": request_id, "event": kind, "ts": round(time.time(), 3), **fields}
-        self.link.publish_json(self.link.topics.event, event)
+    def _publish(self, event: Event) -> None:
+        self.link.publish_json(self.link.topics.event, event.to_json())
 
     def _publish_state(self) -> None:
         with self._lock:
@@ -296,8 +297,8 @@ class Daemon:
             "state": "speaking" if speaking else "idle",
             "queue": len(self._queue),
             "paused": self._queue.paused,
-            "voice": self._voice.name,
-            "voices": sorted(self._allowed),
+            "voice": self._pool.get().name,
+            "voices": sorted(self._pool.names),
             "output": self.config.output,
             "cache": self._stats[1],
             "version": __version__,

@@ -14,11 +14,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import threading
 import time
 from pathlib import Path
 from typing import IO
+
+from .files import atomic_write
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -97,11 +98,8 @@ class DoneLog:
             self._give_up(err)
 
     def _compact(self) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with tmp.open("w", encoding="utf-8") as f:
-            for key, when in self._done.items():
-                f.write(json.dumps({"k": key, "t": round(when, 3)}) + "\n")
-        os.replace(tmp, self.path)
+        lines = (json.dumps({"k": key, "t": round(when, 3)}) + "\n" for key, when in self._done.items())
+        atomic_write(self.path, "".join(lines), sync=False)
         if self._file is not None:
             self._file.close()
         self._file = self.path.open("a", encoding="utf-8")

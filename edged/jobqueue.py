@@ -69,10 +69,6 @@ class JobQueue(Generic[T]):
                 return None
             return heapq.heappop(self._heap)[2]
 
-    def best_rank(self) -> int | None:
-        with self._cond:
-            return self._heap[0][0] if self._heap else None
-
     def drain(self) -> list[T]:
         """Remove and return everything waiting, in queue order."""
         with self._cond:

@@ -7,7 +7,6 @@ import ctypes.util
 import functools
 import logging
 import os
-import resource
 import time
 
 _LOGGER = logging.getLogger(__name__)
@@ -18,11 +17,6 @@ def rss_mb() -> float:
     """Resident set size now, in MB (10^6 bytes)."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * _PAGE / 1e6
-
-
-def peak_rss_mb() -> float:
-    """Highest RSS of this process so far (ru_maxrss is in KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
 
 
 @functools.cache

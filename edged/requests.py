@@ -15,8 +15,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-PRIORITIES: Final = ("critical", "high", "normal", "low")
-"""Best first; the index is the queue rank."""
+from .priorities import PRIORITIES, rank
+
 OUTPUTS: Final = ("play", "publish", "both")
 ACTIONS: Final = ("stop", "skip", "clear", "pause", "resume")
 REQUEST_FIELDS: Final = (
@@ -73,7 +73,7 @@ class Request:
 
     @property
     def rank(self) -> int:
-        return PRIORITIES.index(self.priority)
+        return rank(self.priority)
 
 
 @dataclass(frozen=True)

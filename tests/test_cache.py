@@ -15,6 +15,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,10 +23,8 @@ import yaml
 from conftest import EDGED, ROOT
 from make_tiny_voice import make_tiny_voice
 
-from edged import cache_folder as folder
-from edged import cache_store as store
 from edged.audio import Audio
-from edged.cache import PhraseCache, expand_phrases
+from edged.cache import PhraseCache, WarmReport, expand_phrases, folder, store, warm
 from edged.config import CacheConfig, ConfigError
 from edged.voice import Voice
 
@@ -348,17 +347,24 @@ def test_key_is_stable_across_processes(tiny_voice: Voice, tiny_voice_path: Path
 # ---------------------------------------------------------------- warm (tiny voice)
 
 
+def _warm(cache: PhraseCache, voice: Voice, phrases: list[str], **kwargs: Any) -> WarmReport:
+    """What `edged cache warm` does: pin the phrases, make the missing ones with the voice."""
+    settings = voice.settings()
+    return warm(cache, cache.pin_keys(voice, settings, phrases),
+                lambda text: voice.synthesize(text, settings), **kwargs)
+
+
 def test_warm_twice_does_nothing_the_second_time(tiny_voice: Voice, tmp_path: Path) -> None:
     """The second warm finds every pinned phrase on disk and rewrites nothing."""
     phrases = expand_phrases(tuple(_PHRASES), 100)
     cache = PhraseCache(CacheConfig(dir=tmp_path))
     calls: list[tuple[int, int]] = []
-    first = cache.warm(tiny_voice, tiny_voice.settings(), phrases,
-                       progress=lambda d, t, _text: calls.append((d, t)))
+    first = _warm(cache, tiny_voice, phrases,
+                   progress=lambda d, t, _text: calls.append((d, t)))
     assert (first.total, first.synthesized, first.present, first.failed) == (8, 8, 0, ())
     assert calls == [(i, 8) for i in range(1, 9)]
     files = {p: p.stat().st_mtime_ns for p in tmp_path.glob("??/*.pcm")}
-    again = PhraseCache(CacheConfig(dir=tmp_path)).warm(tiny_voice, tiny_voice.settings(), phrases)
+    again = _warm(PhraseCache(CacheConfig(dir=tmp_path)), tiny_voice, phrases)
     assert (again.synthesized, again.present) == (0, 8)
     assert {p: p.stat().st_mtime_ns for p in tmp_path.glob("??/*.pcm")} == files
     stats = PhraseCache(CacheConfig(dir=tmp_path)).stats()
@@ -368,11 +374,11 @@ def test_warm_twice_does_nothing_the_second_time(tiny_voice: Voice, tmp_path: Pa
 def test_warm_replaces_damaged_pinned_entry(tiny_voice: Voice, tmp_path: Path) -> None:
     """warm re-synthesizes a pinned phrase whose file was truncated."""
     cache = PhraseCache(CacheConfig(dir=tmp_path))
-    cache.warm(tiny_voice, tiny_voice.settings(), ["Good morning.", "Good night."])
+    _warm(cache, tiny_voice, ["Good morning.", "Good night."])
     victim = next(tmp_path.glob("??/*.pcm"))
     victim.write_bytes(victim.read_bytes()[:100])
-    report = PhraseCache(CacheConfig(dir=tmp_path)).warm(
-        tiny_voice, tiny_voice.settings(), ["Good morning.", "Good night."])
+    report = _warm(PhraseCache(CacheConfig(dir=tmp_path)), tiny_voice,
+                   ["Good morning.", "Good night."])
     assert (report.synthesized, report.present) == (1, 1)
     store.read_entry(victim)  # valid again
 
@@ -380,8 +386,8 @@ def test_warm_replaces_damaged_pinned_entry(tiny_voice: Voice, tmp_path: Path) -
 def test_warm_replaces_the_pin_list(tiny_voice: Voice, tmp_path: Path) -> None:
     """A phrase dropped from cache.phrases turns dynamic (evictable, purgeable), not pinned."""
     cache = PhraseCache(CacheConfig(dir=tmp_path))
-    cache.warm(tiny_voice, tiny_voice.settings(), ["Good morning.", "Good night."])
-    cache.warm(tiny_voice, tiny_voice.settings(), ["Good morning."])
+    _warm(cache, tiny_voice, ["Good morning.", "Good night."])
+    _warm(cache, tiny_voice, ["Good morning."])
     stats = cache.stats()
     assert (stats["pinned"]["entries"], stats["dynamic"]["entries"]) == (1, 1)
     assert cache.purge(dynamic_only=True)[0] == 1

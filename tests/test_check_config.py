@@ -16,10 +16,11 @@ import pytest
 import yaml
 from conftest import EDGED
 
-from edged import checks, hashes
-from edged.audio import Audio, write_wav
-from edged.catalog import CatalogError, load_catalog
+from edged import checks
+from edged.audio import Audio, to_wav_bytes
 from edged.config import Config, ConfigError, load_config
+from edged.voice import hashes
+from edged.voice.catalog import CatalogError, load_catalog
 
 _VOICE = "en_US-joe-medium"
 _TIMEOUT_S = 60
@@ -251,9 +252,10 @@ def test_password_file_problems(tmp_path: Path, tiny_voice_path: Path) -> None:
     assert checks.run_checks(cfg) == [f"mqtt.password_file: {pw} is empty"]
     pw.write_text("s3cret\n")
     assert checks.run_checks(cfg) == []
-    cfg = load_config(write_config(tmp_path, {**base, "mqtt": {"password_file": str(pw)}}))
-    assert checks.run_checks(cfg) == ["mqtt.password_file: set without mqtt.username"]
-    assert all("s3cret" not in p for p in checks.run_checks(cfg))
+    with pytest.raises(ConfigError) as err:  # a rule between fields: the config layer's
+        load_config(write_config(tmp_path, {**base, "mqtt": {"password_file": str(pw)}}))
+    assert str(err.value) == "mqtt.password_file: set without mqtt.username"
+    assert "s3cret" not in str(err.value)
 
 
 def _make_cert(tmp_path: Path, name: str) -> tuple[Path, Path]:
@@ -280,7 +282,7 @@ def _make_cert(tmp_path: Path, name: str) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-def test_tls_files(tmp_path: Path, tiny_voice_path: Path) -> None:
+def test_tls_files_that_do_not_load_are_named(tmp_path: Path, tiny_voice_path: Path) -> None:
     """mqtt.tls: good CA + cert + key pass; a key of another certificate, a CA that is not
     PEM, a missing file, and a key without a cert are each one line naming the key."""
     ca, _ = _make_cert(tmp_path, "ca")
@@ -300,32 +302,84 @@ def test_tls_files(tmp_path: Path, tiny_voice_path: Path) -> None:
     assert len(bad) == 1 and bad[0].startswith(f"mqtt.tls.ca_file: {junk}: not a PEM")
     bad = problems({"ca_file": str(tmp_path / "nope.crt")})
     assert len(bad) == 1 and bad[0].startswith("mqtt.tls.ca_file: ") and "nope.crt" in bad[0]
-    assert problems({"key_file": str(key)}) == ["mqtt.tls.key_file: set without "
-                                               "mqtt.tls.cert_file"]
+    with pytest.raises(ConfigError) as err:  # a rule between fields: the config layer's
+        problems({"key_file": str(key)})
+    assert str(err.value) == "mqtt.tls.key_file: set without mqtt.tls.cert_file"
 
 
 # ------------------------------------------------------------------------------ WAV, memory
-def test_wav_file_check(tmp_path: Path) -> None:
-    """A chime must be a readable, non-empty 16-bit mono WAV; anything else is named."""
+def test_chime_check_accepts_what_the_player_plays_and_names_the_rest(tmp_path: Path) -> None:
+    """A chime must be what the player can play: a readable, non-empty 16-bit WAV, mono or
+    stereo, at most 10 s (one loader for both); anything else is one line naming key and file."""
     good = tmp_path / "chime.wav"
-    write_wav(good, Audio(np.ones(100, dtype=np.int16), 22050))
+    good.write_bytes(to_wav_bytes(Audio(np.ones(100, dtype=np.int16), 22050)))
     assert checks.check_wav_file(good, "audio.chime") is None
-    text = tmp_path / "chime.txt"
-    text.write_text("ding")
-    assert checks.check_wav_file(text, "audio.chime").startswith(
-        f"audio.chime: {text}: not a 16-bit mono WAV file")
     stereo = tmp_path / "stereo.wav"
     with wave.open(str(stereo), "wb") as w:
         w.setnchannels(2)
         w.setsampwidth(2)
         w.setframerate(8000)
-        w.writeframes(b"\0" * 400)
-    assert "not a 16-bit mono WAV" in checks.check_wav_file(stereo, "audio.chime")
+        w.writeframes(b"\1\0" * 400)
+    assert checks.check_wav_file(stereo, "audio.chime") is None
+    text = tmp_path / "chime.txt"
+    text.write_text("ding")
+    assert checks.check_wav_file(text, "audio.chime").startswith(
+        f"audio.chime: {text}: not a usable chime: not a WAV file")
+    eight_bit = tmp_path / "8bit.wav"
+    with wave.open(str(eight_bit), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(1)
+        w.setframerate(8000)
+        w.writeframes(b"\x80" * 400)
+    assert "expected 16-bit mono or stereo" in checks.check_wav_file(eight_bit, "audio.chime")
+    long = tmp_path / "long.wav"
+    long.write_bytes(to_wav_bytes(Audio(np.ones(11 * 8000, dtype=np.int16), 8000)))
+    assert "11.0 s long; at most 10 s" in checks.check_wav_file(long, "audio.chime")
     empty = tmp_path / "empty.wav"
-    write_wav(empty, Audio(np.zeros(0, dtype=np.int16), 22050))
+    empty.write_bytes(to_wav_bytes(Audio(np.zeros(0, dtype=np.int16), 22050)))
     assert checks.check_wav_file(empty, "audio.chime") == (
         f"audio.chime: {empty}: WAV file holds no audio")
     assert "No such file" in checks.check_wav_file(tmp_path / "gone.wav", "audio.chime")
+
+
+def test_check_config_fails_on_a_chime_file_that_is_not_there(tmp_path: Path,
+                                                              tiny_voice_path: Path) -> None:
+    """Bug #11: check-config said OK for a config naming a missing chime, and `edged run` then
+    failed at start. Every file the config names is checked, chimes included."""
+    data = {"voice": {"name": str(tiny_voice_path)},
+            "audio": {"chimes": {"critical": str(tmp_path / "missing.wav")}}}
+    result = subprocess.run([*EDGED, "check-config", str(write_config(tmp_path, data))],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.startswith(f"edged: audio.chimes.critical: {tmp_path / 'missing.wav'}")
+    assert "No such file" in result.stderr
+
+
+def test_every_path_in_the_schema_says_what_it_names() -> None:
+    """A path key added to the config without a kind would escape the start-up checks: every
+    Path field carries one (config/schema.py `path`), so run_checks looks at it."""
+    import dataclasses
+    import typing
+
+    from edged.config import PATH_KINDS
+
+    def walk(cls: type, prefix: str) -> list[tuple[str, object]]:
+        found = []
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.metadata.get("internal"):
+                continue
+            tp = hints[f.name]
+            if dataclasses.is_dataclass(tp):
+                found += walk(tp, f"{prefix}{f.name}.")
+            elif Path in (tp, *typing.get_args(tp)) or any(
+                    Path in typing.get_args(a) for a in typing.get_args(tp)):
+                found.append((prefix + f.name, f.metadata.get("path")))
+        return found
+
+    paths = walk(Config, "")
+    assert len(paths) >= 9  # voice.dirs, password, 3 TLS, state_dir, cache.dir, 4 chimes
+    assert [key for key, kind in paths if kind not in PATH_KINDS] == []
 
 
 def test_memory_limit_below_budget(tmp_path: Path) -> None:

@@ -57,7 +57,8 @@ def test_errors_name_the_key(data: object, message: str) -> None:
 
 
 def test_relative_and_absolute_paths(tmp_path: Path) -> None:
-    config = parse_config({"cache": {"dir": "c"}, "mqtt": {"password_file": "/etc/pw"}}, tmp_path)
+    config = parse_config({"cache": {"dir": "c"},
+                           "mqtt": {"username": "u", "password_file": "/etc/pw"}}, tmp_path)
     assert config.cache.dir == tmp_path / "c"
     assert config.mqtt.password_file == Path("/etc/pw")
 

@@ -14,7 +14,7 @@ import pytest
 from asr import Recognizer, corpus_lines, wer, word_errors
 
 from edged.config import parse_config
-from edged.voices import load_voice
+from edged.voice import load_voice
 
 _MAX_WER = 0.25
 

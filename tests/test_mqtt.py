@@ -19,9 +19,8 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
 from edged.audio import Audio, from_wav_bytes
 from edged.config import Config, ConfigError, MqttConfig, TlsConfig
-from edged.mqtt import MqttLink, Ticket, Topics
+from edged.mqtt import AudioSink, MqttLink, Ticket, Topics
 from edged.requests import Request, RequestError, Rules, parse_control, parse_request
-from edged.speaker import AudioSink
 
 _TIMEOUT_S = 10.0
 RULES = Rules(max_chars=500, voices=("joe", "/voices/tiny.onnx"), outputs=("publish",))
@@ -306,7 +305,7 @@ def test_password_file_and_tls_files_are_checked(tmp_path: Path) -> None:
                  receive_maximum=3)
     secret = tmp_path / "pw"
     secret.write_text("s3cret-pw\n")
-    with pytest.raises(ConfigError, match="set mqtt.username too"):
+    with pytest.raises(ConfigError, match="mqtt.password_file: set without mqtt.username"):
         MqttLink(_config(1883, "t/x", password_file=secret), recorder, receive_maximum=3)
     with pytest.raises(ConfigError, match="mqtt.tls: cannot load") as info:
         MqttLink(_config(1883, "t/x", username="u", password_file=secret,

@@ -28,7 +28,8 @@ import soxr
 
 from edged.audio import Audio
 from edged.config import AudioConfig, ChimesConfig, ConfigError
-from edged.player import Player, PlayerError
+from edged.playback import Player, PlayerError
+from edged.playback.devices import Device
 
 RATE = 22050
 _TIMEOUT_S = 10.0
@@ -573,7 +574,7 @@ class _FlakyStream:
         return getattr(self._stream, name)
 
 
-class _FlakyPlayer(Player):
+class _FlakyDevice(Device):
     def __init__(self, config: AudioConfig, fail_at: int, on_fail: Callable[[], None]) -> None:
         super().__init__(config)
         self.fail_at, self.on_fail, self.opens = fail_at, on_fail, 0
@@ -585,21 +586,26 @@ class _FlakyPlayer(Player):
             self._stream = _FlakyStream(self._stream, self.fail_at, self.on_fail)
 
 
+def _flaky_player(config: AudioConfig, fail_at: int, on_fail: Callable[[], None]) -> Player:
+    return Player(config, device=_FlakyDevice(config, fail_at, on_fail))
+
+
 def test_device_failing_mid_announcement_is_reopened_and_playback_continues(
         tmp_path, monkeypatch):
     """Protects: a PortAudioError mid-announcement closes the device, reopens it (PortAudio
     re-enumerated) and plays the rest; the report counts the device error."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
     chunks = [_tone(440, 0.2), _tone(550, 0.2)]
-    player = _FlakyPlayer(AudioConfig(preroll_ms=0, retry_backoff_ms=10, **EXACT),
+    device = _FlakyDevice(AudioConfig(preroll_ms=0, retry_backoff_ms=10, **EXACT),
                           fail_at=10, on_fail=lambda: None)
+    player = Player(device._config, device=device)
     try:
         report = player.play(iter(chunks))
     finally:
         player.close()
     expected = np.concatenate([c.samples for c in chunks])
     y = sink.samples()  # the reopen truncated the file: it holds what played after it
-    assert report.device_errors == 1 and player.opens == 2
+    assert report.device_errors == 1 and device.opens == 2
     # Matched from the end: y is the tail of the chunks, plus only silence the report counts.
     matched, used, gaps = _match(y[::-1], expected[::-1])
     assert used == len(y) and 0 < matched < len(expected)
@@ -613,10 +619,10 @@ def test_device_gone_for_good_fails_the_announcement_not_the_player(tmp_path, mo
     sink = alsa_sink.install(tmp_path, monkeypatch)
     chunk = _tone(440, 0.3)
     empty = alsa_sink.no_device_conf(tmp_path)
-    player = _FlakyPlayer(AudioConfig(preroll_ms=0, retries=2, retry_backoff_ms=10, **EXACT),
-                          fail_at=5,
-                          # monkeypatch, so the variable never leaks into later tests
-                          on_fail=lambda: monkeypatch.setenv("ALSA_CONFIG_PATH", str(empty)))
+    player = _flaky_player(AudioConfig(preroll_ms=0, retries=2, retry_backoff_ms=10, **EXACT),
+                           fail_at=5,
+                           # monkeypatch, so the variable never leaks into later tests
+                           on_fail=lambda: monkeypatch.setenv("ALSA_CONFIG_PATH", str(empty)))
     try:
         with pytest.raises(PlayerError, match=r"'default'.*failed \(Unanticipated host error.*"
                                               r"reopening it failed: .*PortAudio sees none"):

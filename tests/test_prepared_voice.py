@@ -20,12 +20,11 @@ import pytest
 from make_tiny_voice import VITS_HOP, make_tiny_vits_voice, make_tiny_voice
 
 from edged.config import parse_config
-from edged.hashes import file_sha256
-from edged.inference import DECODE_WINDOW_FRAMES
-from edged.model_split import NotSplittable, split_piper_graph
-from edged.prepared_voice import PreparedModel, ensure_prepared, prepared_folder, read_prepared
-from edged.voice import Voice
-from edged.voices import load_voice
+from edged.voice import Voice, load_voice
+from edged.voice.hashes import file_sha256
+from edged.voice.onnx import DECODE_WINDOW_FRAMES
+from edged.voice.prepared import PreparedModel, ensure_prepared, prepared_folder, read_prepared
+from edged.voice.split import NotSplittable, split_piper_graph
 
 # Long enough for several decoder windows in one piece (one latent frame per phoneme id here).
 LONG = ("The quick brown fox jumps over the lazy dog, and then it runs away into the woods "
@@ -116,7 +115,7 @@ def test_second_load_reuses_the_folder(tmp_path: Path, caplog: pytest.LogCapture
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     first = _prepare(onnx_path, tmp_path / "cache")
     stamp = (first.folder / "manifest.json").stat().st_mtime_ns
-    caplog.set_level(logging.INFO, logger="edged.prepared_voice")
+    caplog.set_level(logging.INFO, logger="edged.voice.prepared")
     again = _prepare(onnx_path, tmp_path / "cache")
     assert again == first
     assert (first.folder / "manifest.json").stat().st_mtime_ns == stamp
@@ -131,7 +130,7 @@ def test_damaged_weights_are_prepared_again(tmp_path: Path, caplog: pytest.LogCa
     data[len(data) // 2] ^= 0x40
     weights.write_bytes(bytes(data))
     assert read_prepared(first.folder, file_sha256(onnx_path)) is None
-    caplog.set_level(logging.INFO, logger="edged.prepared_voice")
+    caplog.set_level(logging.INFO, logger="edged.voice.prepared")
     again = _prepare(onnx_path, tmp_path / "cache")
     assert "decoder.weights fails its checksum" in caplog.text
     assert "Preparing voice vits.onnx" in caplog.text
@@ -168,7 +167,7 @@ def test_two_processes_preparing_at_once(tmp_path: Path) -> None:
     sha = file_sha256(onnx_path)
     folder = prepared_folder(tmp_path / "cache", onnx_path, sha)
     folder.parent.mkdir(parents=True)
-    argv = [sys.executable, "-m", "edged.prepare_voice", str(onnx_path), str(folder), sha]
+    argv = [sys.executable, "-m", "edged.voice.prepare", str(onnx_path), str(folder), sha]
     procs = [subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     for p in procs:
         _, err = p.communicate(timeout=120)
@@ -256,13 +255,12 @@ def test_prepared_voice_streams_window_by_window(tmp_path: Path) -> None:
     voice = Voice.load(onnx_path, prepared=_prepare(onnx_path, tmp_path / "cache"))
     text = f"{LONG} {LONG}"
     pieces = voice.pieces(text)
-    chunks = list(voice.stream(text, lookahead=2))
+    chunks = list(voice.stream(text))
     assert len(chunks) > len(pieces)
     first_frames = len(voice._ids(pieces[0].text))
     assert len(chunks[0].samples) < first_frames * VITS_HOP  # not the whole first piece
     joined = np.concatenate([c.samples for c in chunks])
     assert np.array_equal(joined, voice.synthesize(text).samples)
-    assert np.array_equal(joined, np.concatenate([c.samples for c in voice.stream(text, lookahead=0)]))
 
 
 def test_work_folders_of_dead_preparers_are_removed(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Tests for edged.frontend.sentences: sentence, clause and streaming splits."""
+"""Tests for edged.frontend.sentences: clause and streaming splits of (phonemized) sentences."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edged.frontend.sentences import Piece, split_for_streaming, split_long, split_sentences
+from edged.frontend.sentences import Piece, split_for_streaming, split_long
 
 _LONG = (
     "All doors are locked, the thermostat is set to eighteen degrees, "
@@ -26,42 +26,6 @@ class _Counting:
     def __call__(self, text: str) -> int:
         self.calls.append(text)
         return self._measure(text)
-
-
-# --- split_sentences -------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "sentences"),
-    [
-        ("Good night. All doors are locked.", ["Good night.", "All doors are locked."]),
-        ("Is it on? Yes! Good.", ["Is it on?", "Yes!", "Good."]),
-        ("Really?! Yes.", ["Really?!", "Yes."]),
-        ("one\ntwo three\n\nfour", ["one", "two three", "four"]),
-        ("It is 21.5 degrees. Fine.", ["It is 21.5 degrees.", "Fine."]),
-        ("Call Dr. Smith now. Then rest.", ["Call Dr. Smith now.", "Then rest."]),
-        ("Fruit, e.g. Apples, is fine.", ["Fruit, e.g. Apples, is fine."]),
-        ("It takes approx. Ten minutes.", ["It takes approx. Ten minutes."]),
-        ("Sensor No. 4 is low.", ["Sensor No. 4 is low."]),
-        ("Is it on? No. It is off.", ["Is it on?", "No.", "It is off."]),
-        ("Ask J. Smith about it.", ["Ask J. Smith about it."]),
-        ("The U.S. is big. The U.S. Army too.", ["The U.S. is big.", "The U.S.", "Army too."]),
-        ("Wait... what now?", ["Wait... what now?"]),
-        ("Wait... What now?", ["Wait...", "What now?"]),
-        ('He said "stop." Then left.', ['He said "stop."', "Then left."]),
-        ("(It is late.) Go home.", ["(It is late.)", "Go home."]),
-        ("Version 5. Done", ["Version 5.", "Done"]),
-        ("no final stop", ["no final stop"]),
-        ("  spaced \t  out  . ", ["spaced out ."]),
-        ("", []),
-        (" \n \n", []),
-    ],
-)
-def test_split_sentences(text: str, sentences: list[str]) -> None:
-    """Sentences end at . ! ? and newlines, but not at decimals, titles, abbreviations,
-    "No." before a number, initials, dotted words before lower case, or a mid-sentence
-    ellipsis; closing quotes and brackets stay with their sentence."""
-    assert split_sentences(text) == sentences
 
 
 # --- split_long ------------------------------------------------------------------------
@@ -161,7 +125,7 @@ def test_non_monotonic_measure_still_respects_the_bound() -> None:
 
 def test_streaming_tags_sentence_ends() -> None:
     """Every sentence's last piece, and only it, ends a sentence."""
-    pieces = split_for_streaming("Good night. " + _LONG, 70, len)
+    pieces = split_for_streaming(["Good night.", _LONG], 70, len)
     assert pieces == [
         Piece("Good night.", True),
         Piece("All doors are locked, the thermostat is set to eighteen degrees,", False),
@@ -172,7 +136,7 @@ def test_streaming_tags_sentence_ends() -> None:
 def test_streaming_first_piece_is_a_short_clause() -> None:
     """With first_max_units the first piece is the leading clause(s) within that bound;
     the rest of the sentence is packed with the normal bound."""
-    pieces = split_for_streaming(_LONG + " Bye.", 200, len, first_max_units=25)
+    pieces = split_for_streaming([_LONG, "Bye."], 200, len, first_max_units=25)
     assert pieces == [
         Piece("All doors are locked,", False),
         Piece("the thermostat is set to eighteen degrees, and the security cameras are "
@@ -183,37 +147,38 @@ def test_streaming_first_piece_is_a_short_clause() -> None:
 
 def test_streaming_first_bound_only_applies_to_the_first_sentence() -> None:
     """Later sentences use max_units: only the start of the audio needs to be early."""
-    pieces = split_for_streaming("Hi. " + _LONG, 200, len, first_max_units=25)
+    pieces = split_for_streaming(["Hi.", _LONG], 200, len, first_max_units=25)
     assert [piece.text for piece in pieces] == ["Hi.", _LONG]
 
 
 def test_streaming_first_clause_is_never_cut_for_latency() -> None:
     """If the first clause alone exceeds first_max_units, the sentence is cut as usual
     rather than mid-clause (a mid-phrase break sounds wrong)."""
-    pieces = split_for_streaming(_LONG, 200, len, first_max_units=10)
+    pieces = split_for_streaming([_LONG], 200, len, first_max_units=10)
     assert pieces == [Piece(_LONG, True)]
 
 
 def test_streaming_first_bound_above_max_is_ignored() -> None:
     """A first bound at or above max_units changes nothing."""
-    assert split_for_streaming(_LONG, 70, len, 500) == split_for_streaming(_LONG, 70, len)
+    assert split_for_streaming([_LONG], 70, len, 500) == split_for_streaming([_LONG], 70, len)
 
 
 def test_streaming_empty_text() -> None:
-    """Blank text gives no pieces."""
-    assert split_for_streaming(" \n ", 10, len, 5) == []
+    """No sentences, or blank ones, give no pieces."""
+    assert split_for_streaming([], 10, len, 5) == []
+    assert split_for_streaming([" ", " \t "], 10, len, 5) == []
 
 
 def test_streaming_bad_first_bound() -> None:
     """A bad first bound is reported by name."""
     with pytest.raises(ValueError, match="first_max_units must be an integer >= 1"):
-        split_for_streaming("a", 10, len, 0)
+        split_for_streaming(["a"], 10, len, 0)
 
 
 def test_streaming_measures_each_fitting_sentence_once() -> None:
     """The cheap path: sentences within the bound cost one measure each."""
     measure = _Counting()
-    split_for_streaming("One. Two three. Four!", 100, measure, first_max_units=50)
+    split_for_streaming(["One.", "Two three.", "Four!"], 100, measure, first_max_units=50)
     assert measure.calls == ["One.", "Two three.", "Four!"]
 
 
@@ -233,16 +198,16 @@ _MEASURES: list[Callable[[str], int]] = [
 
 
 @st.composite
-def _texts(draw: st.DrawFn, newlines: bool) -> str:
+def _texts(draw: st.DrawFn) -> str:
     words = draw(st.lists(_WORDS, max_size=40))
     text = ""
     for word in words:
-        text += word + draw(st.sampled_from([" ", "\n"]) if newlines else _SPACE)
+        text += word + draw(_SPACE)
     return text
 
 
 @settings(max_examples=300, deadline=None)
-@given(_texts(newlines=False), st.integers(1, 60), st.sampled_from(_MEASURES))
+@given(_texts(), st.integers(1, 60), st.sampled_from(_MEASURES))
 def test_split_long_keeps_every_word_in_bound(
     sentence: str, max_units: int, measure: Callable[[str], int]
 ) -> None:
@@ -256,29 +221,21 @@ def test_split_long_keeps_every_word_in_bound(
 
 
 @settings(max_examples=300, deadline=None)
-@given(_texts(newlines=True))
-def test_split_sentences_keeps_every_word(text: str) -> None:
-    """Sentences re-joined give all words in order, none empty, none spanning a newline."""
-    sentences = split_sentences(text)
-    assert " ".join(sentences).split() == text.split()
-    assert all(s and "\n" not in s and s == s.strip() for s in sentences)
-
-
-@settings(max_examples=300, deadline=None)
 @given(
-    _texts(newlines=True),
+    st.lists(_texts(), max_size=5),
     st.integers(1, 60),
     st.one_of(st.none(), st.integers(1, 60)),
     st.sampled_from(_MEASURES),
 )
 def test_streaming_keeps_every_word_in_bound(
-    text: str, max_units: int, first_max: int | None, measure: Callable[[str], int]
+    sentences: list[str], max_units: int, first_max: int | None, measure: Callable[[str], int]
 ) -> None:
-    """Streaming pieces re-joined give all words in order, one sentence end per sentence
-    (the last piece ends one), and every multi-word piece is within max_units."""
-    pieces = split_for_streaming(text, max_units, measure, first_max)
+    """Streaming pieces re-joined give all words in order, one sentence end per non-blank
+    sentence (the last piece ends one), and every multi-word piece is within max_units."""
+    pieces = split_for_streaming(sentences, max_units, measure, first_max)
+    text = " ".join(sentences)
     assert " ".join(piece.text for piece in pieces).split() == text.split()
-    assert sum(piece.ends_sentence for piece in pieces) == len(split_sentences(text))
+    assert sum(piece.ends_sentence for piece in pieces) == sum(1 for s in sentences if s.strip())
     assert not pieces or pieces[-1].ends_sentence
     for piece in pieces:
         assert piece.text and (measure(piece.text) <= max_units or " " not in piece.text)

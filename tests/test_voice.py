@@ -12,6 +12,7 @@ import pytest
 from make_tiny_voice import SAMPLE_RATE, SAMPLES_PER_ID, make_tiny_voice
 from onnx import TensorProto, helper
 
+from edged.synthesis import Scheduler
 from edged.voice import Voice, VoiceError
 
 
@@ -28,7 +29,8 @@ def test_tiny_voice_exact_samples(tiny: Voice) -> None:
     audio = tiny.synthesize("Test one.")
     assert audio.rate_hz == SAMPLE_RATE
     assert len(audio.samples) == len(ids) * SAMPLES_PER_ID
-    expected = np.repeat((np.array(ids) / 1000 * 32767).astype(np.int16), SAMPLES_PER_ID)
+    # The one float -> int16 rule (edged.audio.to_int16): round(x * 32768).
+    expected = np.repeat(np.round(np.array(ids) / 1000 * 32768).astype(np.int16), SAMPLES_PER_ID)
     assert np.array_equal(audio.samples, expected)
 
 
@@ -46,9 +48,16 @@ def test_stream_one_chunk_per_sentence_with_pause(tiny: Voice) -> None:
 
 
 def test_stream_equals_synthesize(tiny: Voice) -> None:
-    """Lookahead synthesis on a worker thread yields the same audio, in order."""
+    """Synthesis on the scheduler's worker threads, chunks made ahead, yields the same audio,
+    in order."""
     text = "One, two, three, four and more words. Another sentence here! A third?"
-    streamed = np.concatenate([c.samples for c in tiny.stream(text, lookahead=2)])
+    scheduler = Scheduler(2, {"test": 1}, depth=2)
+    scheduler.start()
+    try:
+        with scheduler.submit(tiny.stream(text), rank=2, source="test") as stream:
+            streamed = np.concatenate([c.samples for c in stream])
+    finally:
+        scheduler.stop()
     assert np.array_equal(streamed, tiny.synthesize(text).samples)
 
 
@@ -82,7 +91,7 @@ def test_multi_speaker_settings(tmp_path: Path) -> None:
     voice = Voice.load(path)
     bob = voice.synthesize("Hi.", voice.settings(speaker="bob"))
     alice = voice.synthesize("Hi.", voice.settings(speaker=0))
-    assert int(bob.samples[0]) - int(alice.samples[0]) == pytest.approx(3 / 1000 * 32767, abs=2)
+    assert int(bob.samples[0]) - int(alice.samples[0]) == pytest.approx(3 / 1000 * 32768, abs=2)
     with pytest.raises(VoiceError, match="no speaker 'carol'"):
         voice.settings(speaker="carol")
     with pytest.raises(VoiceError, match="no speaker"):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from edged.config import parse_config
-from edged.voice_pool import VoicePool
+from edged.voice import VoicePool
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ import json, logging, sys
 from pathlib import Path
 from edged.config import parse_config
 from edged.memory import rss_mb
-from edged.voice_pool import VoicePool
+from edged.voice import VoicePool
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 folder = Path(sys.argv[1])
 config = parse_config({"voice": {"name": "first", "dirs": [str(folder)]}}, folder)

@@ -13,15 +13,14 @@ import sys
 import time
 from typing import Any
 
-from ..cache import PhraseCache, WarmReport, expand_phrases, recorded_counters
-from ..voice import VoiceError
-from ..voices import default_settings, load_voice
-from .common import DEFAULT_CONFIG, CommandError, add_config_argument, config_from_args
+from ..cache import PhraseCache, WarmReport, expand_phrases, recorded_counters, warm
+from ..voice import VoiceError, default_settings, load_voice
+from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, config_from_args
 
 _LOGGER = logging.getLogger(__name__)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "cache", help="precompute, inspect and clear the phrase cache",
         description=f"Phrase cache actions. --config defaults to {DEFAULT_CONFIG} if it exists.",
@@ -49,7 +48,8 @@ def _warm(args: argparse.Namespace) -> int:
         raise CommandError(str(err)) from err
     cache = PhraseCache(config.cache)
     progress = _TerminalProgress() if sys.stderr.isatty() else _log_progress
-    report = cache.warm(voice, settings, phrases, progress=progress)
+    report = warm(cache, cache.pin_keys(voice, settings, phrases),
+                  lambda text: voice.synthesize(text, settings), progress=progress)
     if isinstance(progress, _TerminalProgress):
         progress.finish()
     return _print_report(report, voice.name)

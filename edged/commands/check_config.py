@@ -8,10 +8,10 @@ from pathlib import Path
 
 from ..checks import run_checks
 from ..config import load_config
-from .common import DEFAULT_CONFIG, CommandError, add_config_argument
+from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "check-config", help="check a config file and everything it points to, then exit",
         description="Run the checks `edged run` does before starting: config keys and values, "

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TypeAlias
 
 from ..config import CacheConfig, Config, load_config
 
 DEFAULT_CONFIG = Path("config/edged.yaml")
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
 
 
 class CommandError(Exception):

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..audio import Audio, to_wav_bytes
-from ..voice import VoiceError
-from ..voices import default_settings, load_voice
-from .common import DEFAULT_CONFIG, CommandError, add_config_argument, config_from_args
+from ..config import Config
+from ..files import atomic_write
+from ..voice import VoiceError, default_settings, load_voice
+from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, config_from_args
 
 _LOGGER = logging.getLogger(__name__)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "say", help="speak TEXT (to a WAV file with -o, else on the loudspeaker)",
         description="Synthesize TEXT with the configured voice. TEXT '-' reads standard input.",
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     chunks = voice.stream(text, settings)
     parts = _play(chunks, config) if play else list(chunks)
-    audio = Audio.join(parts, voice.sample_rate)
+    audio = Audio.join(parts, voice.rate_hz)
     _LOGGER.info("Synthesized %.2f s of audio in %.2f s", audio.duration_s,
                  time.monotonic() - started)
     if args.output:
@@ -83,15 +84,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _play(chunks, config) -> list[Audio]:  # noqa: ANN001 - iterator of Audio, Config
+def _play(chunks: Iterator[Audio], config: Config) -> list[Audio]:
     """Play chunks as they come; returns them for an optional -o file too."""
-    try:
-        from ..player import Player, PlayerError
-    except ImportError as err:  # PortAudio missing: libportaudio2 not installed
-        raise CommandError(f"cannot play: {err}; use -o FILE to write a WAV instead") from err
+    from ..playback import Player, PlayerError
+
     parts: list[Audio] = []
 
-    def tee():  # noqa: ANN202
+    def tee() -> Iterator[Audio]:
         for chunk in chunks:
             parts.append(chunk)
             yield chunk
@@ -108,10 +107,7 @@ def _play(chunks, config) -> list[Audio]:  # noqa: ANN001 - iterator of Audio, C
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        atomic_write(path, data)
     except OSError as err:
-        tmp.unlink(missing_ok=True)
         raise CommandError(f"{path}: cannot write: {err.strerror or err}") from err

@@ -6,12 +6,11 @@ import argparse
 import shutil
 from pathlib import Path
 
-from ..voice import VoiceError
-from ..voices import find_voice, list_voices
-from .common import CommandError, add_config_argument, config_from_args
+from ..voice import VoiceError, find_voice, list_voices
+from .common import CommandError, Subparsers, add_config_argument, config_from_args
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser("voices", help="list installed voices (language, rate, speakers)")
     add_config_argument(p)
     p.set_defaults(func=run_list)
@@ -40,7 +39,7 @@ def run_list(args: argparse.Namespace) -> int:
     print(f"{'NAME':32} {'LANG':8} {'RATE':>6} {'SPEAKERS':>8}  SOURCE")
     for v in voices:
         mark = "*" if v.name == config.voice.name else " "
-        print(f"{mark}{v.name:31} {v.language:8} {v.sample_rate:>6} {v.speakers:>8}  {v.source}")
+        print(f"{mark}{v.name:31} {v.language:8} {v.rate_hz:>6} {v.speakers:>8}  {v.source}")
         if v.speaker_names:
             print(f"{'':33}speakers: {', '.join(v.speaker_names[:20])}")
     return 0
@@ -55,7 +54,7 @@ def run_optimize(args: argparse.Namespace) -> int:
     out_dir = args.out or (config.voice.dirs[0] if config.voice.dirs else None)
     if out_dir is None:
         raise CommandError("give --out FOLDER (or set voice.dirs) for the INT8 voice")
-    from ..model_split import quantize_int8
+    from ..voice.split import quantize_int8  # imports onnx: only for this action
 
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{source.name.removesuffix('.onnx')}-int8.onnx"

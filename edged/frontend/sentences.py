@@ -1,20 +1,15 @@
-"""Sentence and clause splitting for synthesis.
+"""Cutting sentences into pieces for synthesis, at clause ends, then at word ends.
 
-The text is cut only at whitespace, so every piece is a run of whole tokens, keeps its own
-punctuation, and the pieces joined with single spaces give back the input's tokens in
-order (runs of whitespace inside a piece become one space; nothing else changes).
+The splitter gets sentences already split (espeak-ng ends a sentence at . ? !), as phoneme
+strings: clauses end in ", " (or ; : and dashes) and words in " ". It cuts only at whitespace,
+so every piece is a run of whole tokens, keeps its own punctuation, and the pieces joined with
+single spaces give back the input's tokens in order.
 
-- ``split_sentences(text)``: sentences end at a token ending in . ! ? (closing quotes or
-  brackets may follow) and at every newline. A period does not end a sentence after a title
-  or abbreviation (Dr. Mr. e.g. approx. ...), after "No." before a number, after an initial
-  before a capitalized word ("J. Smith"), or inside a dotted token before a lower-case word
-  ("the U.S. is"). An ellipsis ends a sentence only before a capital letter. Decimals
-  ("3.5") contain no whitespace, so they are never split.
 - ``split_long(sentence, max_units, measure)``: a sentence whose ``measure`` is above
   ``max_units`` is cut at clause ends (a token ending in , ; : or a dash, or a lone dash),
   packing as many whole clauses per piece as fit; a clause that alone is too long is cut at
   word boundaries the same way; a single word longer than ``max_units`` is its own piece.
-- ``split_for_streaming(text, max_units, measure, first_max_units)``: all sentences in order
+- ``split_for_streaming(sentences, max_units, measure, first_max_units)``: all pieces in order
   as ``Piece(text, ends_sentence)``; the first piece may be kept shorter so that audio can
   start early.
 
@@ -27,15 +22,11 @@ single over-long words), so the bound holds either way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 _CLOSERS: Final = "\"')]}»”’"
-_NEVER_END: Final = frozenset(
-    # lower-case words whose period never ends a sentence (titles come before a name)
-    ["mr", "mrs", "ms", "dr", "prof", "st", "mt", "e.g", "i.e", "vs", "cf", "ca", "approx"]
-)
 _CLAUSE_END: Final = (",", ";", ":", "—", "–", "--")
 _DASHES: Final = frozenset({"-", "--", "—", "–"})
 
@@ -49,21 +40,6 @@ class Piece:
     """True on the last piece of each sentence: the caller adds the sentence pause there."""
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences (see the module docstring); never returns empty strings."""
-    sentences: list[str] = []
-    for line in text.splitlines():
-        tokens = line.split()
-        start = 0
-        for i in range(len(tokens) - 1):
-            if _ends_sentence(tokens[i], tokens[i + 1]):
-                sentences.append(" ".join(tokens[start : i + 1]))
-                start = i + 1
-        if start < len(tokens):
-            sentences.append(" ".join(tokens[start:]))
-    return sentences
-
-
 def split_long(sentence: str, max_units: int, measure: Callable[[str], int]) -> list[str]:
     """Cut ``sentence`` into pieces with ``measure(piece) <= max_units`` where possible.
 
@@ -75,12 +51,12 @@ def split_long(sentence: str, max_units: int, measure: Callable[[str], int]) -> 
 
 
 def split_for_streaming(
-    text: str,
+    sentences: Sequence[str],
     max_units: int,
     measure: Callable[[str], int],
     first_max_units: int | None = None,
 ) -> list[Piece]:
-    """All pieces of ``text`` to synthesize, in order, each tagged with ``ends_sentence``.
+    """All pieces of ``sentences`` to synthesize, in order, each tagged with ``ends_sentence``.
 
     Every sentence is cut as by ``split_long``. With ``first_max_units`` (smaller than
     ``max_units``), the first piece of the first sentence is the longest run of its whole
@@ -94,7 +70,7 @@ def split_for_streaming(
         _check_units("first_max_units", first_max_units)
     memo = _Memo(measure)
     pieces: list[Piece] = []
-    for index, sentence in enumerate(split_sentences(text)):
+    for index, sentence in enumerate(sentences):
         tokens = sentence.split()
         if index == 0 and first_max_units is not None and first_max_units < max_units:
             parts = _split_first(tokens, first_max_units, max_units, memo)
@@ -121,24 +97,6 @@ class _Memo:
         if units is None:
             units = self._known[text] = self._measure(text)
         return units <= max_units
-
-
-def _ends_sentence(token: str, following: str) -> bool:
-    core = token.rstrip(_CLOSERS)
-    if not core or core[-1] not in ".!?…":
-        return False
-    if "?" in core[-3:] or "!" in core[-3:]:
-        return True
-    if core.endswith(("...", "…")):
-        return following[0].isupper()
-    word = core[:-1].lower()
-    if word in _NEVER_END:
-        return False
-    if word == "no" and following[0].isdigit():
-        return False
-    if len(word) == 1 and word.isalpha() and core[0].isupper() and following[0].isupper():
-        return False  # an initial: "J. Smith"
-    return not ("." in word and following[0].islower())
 
 
 def _clauses(tokens: list[str]) -> list[list[str]]:

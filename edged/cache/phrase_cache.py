@@ -16,25 +16,20 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from . import cache_folder as folder
-from . import cache_store as store
-from .audio import Audio
-from .cache_folder import recorded_counters
-from .cache_keys import KeyMemo
-from .config import CacheConfig
-from .phrases import expand_phrases
+from ..audio import Audio
+from ..config import CacheConfig
+from . import folder, store
+from .keys import KeyMemo
 
 if TYPE_CHECKING:
-    from .voice import SynthesisSettings, Voice
-
-__all__ = ["PhraseCache", "WarmReport", "expand_phrases", "recorded_counters"]
+    from ..voice import SynthesisSettings, Voice
 
 _LOGGER = logging.getLogger(__name__)
 _MB: Final = 1 << 20
@@ -44,21 +39,6 @@ _RESCAN_EVERY_S: Final = 30.0
 _COUNTERS_EVERY_S: Final = 10.0
 _EVICT_TO: Final = 0.9
 """Evict down to 90 % of max_mb, so a full cache does not rescan the folder on every put."""
-
-Progress = Callable[[int, int, str], None]
-"""progress(done, total, text) after each phrase of a warm."""
-
-
-@dataclass(frozen=True)
-class WarmReport:
-    total: int
-    present: int
-    synthesized: int
-    failed: tuple[tuple[str, str], ...]
-    """(phrase, error message) for each phrase that could not be synthesized."""
-    elapsed_s: float
-    degraded: str | None
-
 
 @dataclass(slots=True)
 class _Entry:
@@ -155,38 +135,25 @@ class PhraseCache:
         if over:
             self._evict()
 
-    def warm(self, voice: Voice, settings: SynthesisSettings, phrases: Iterable[str],
-             progress: Progress | None = None) -> WarmReport:
-        """Pin `phrases` (replacing the previous pin list) and synthesize those not on disk."""
-        start = time.monotonic()
-        todo: dict[str, str] = {}
+    def pin_keys(self, voice: Voice, settings: SynthesisSettings,
+                 phrases: Iterable[str]) -> dict[str, str]:
+        """The cache key of each phrase (duplicates dropped), in order: what `warm` takes."""
+        keyed: dict[str, str] = {}
         for text in phrases:
-            todo.setdefault(self.key(voice, settings, text), text)
-        if not self.degraded:
-            try:  # pins first: an eviction while we synthesize must already spare them
-                pins = folder.edit_pins(self.root, lambda _old: set(todo))
-                with self._lock:
-                    self._pins = pins
-            except OSError as err:
-                self._degrade(f"cannot write the pin list in {self.root}: {err.strerror or err}")
-        present = made = 0
-        failed: list[tuple[str, str]] = []
-        for done, (key, text) in enumerate(todo.items(), 1):
-            if self._present(key):
-                present += 1
-            else:
-                try:
-                    audio = voice.synthesize(text, settings)
-                except Exception as err:  # one bad phrase must not stop the other pins
-                    _LOGGER.warning("Cannot synthesize pinned phrase %r: %s", text, err)
-                    failed.append((text, str(err)))
-                else:
-                    self.put(key, audio, text=text, pinned=True)
-                    made += 1
-            if progress is not None:
-                progress(done, len(todo), text)
-        elapsed = time.monotonic() - start
-        return WarmReport(len(todo), present, made, tuple(failed), elapsed, self.degraded)
+            keyed.setdefault(self.key(voice, settings, text), text)
+        return keyed
+
+    def set_pins(self, keys: Iterable[str]) -> None:
+        """Replace the folder's pin list: these entries are never evicted (see warm.py)."""
+        if self.degraded:
+            return
+        try:
+            pinned = folder.edit_pins(self.root, lambda _old: set(keys))
+        except OSError as err:
+            self._degrade(f"cannot write the pin list in {self.root}: {err.strerror or err}")
+            return
+        with self._lock:
+            self._pins = pinned
 
     def stats(self) -> dict[str, Any]:
         """JSON-able figures for `cache stats` and the daemon's state topic."""
@@ -268,7 +235,7 @@ class PhraseCache:
             _LOGGER.debug("Cannot read cache entry %s: %s", path, err)
             return None
 
-    def _present(self, key: str) -> bool:
+    def present(self, key: str) -> bool:
         """Is a valid entry on disk (or, when degraded, at least in memory)? No hit counting."""
         audio = self._read(key, store.entry_file(self._root_s, key))
         with self._lock:

@@ -1,29 +1,44 @@
-"""The one YAML config file: frozen dataclasses, strict validation, errors naming the key.
+"""The schema of the one YAML config file: a frozen dataclass per section.
 
-Every section is a frozen dataclass; a field's type and its `metadata` (min/max/choices)
-are the schema. Unknown keys are errors. Relative paths are resolved against the folder
-of the config file, so a config can be moved together with its voices and cache.
+A field's type and its `metadata` are the schema: `min`/`max` bound numbers, and `path` says
+what a path names, so the start-up checks (edged/checks.py) know how to check every file and
+folder the config names without a list of keys of their own:
+
+- "file": a regular file we read;  "secret": a small file holding a secret (never logged);
+- "pem": a PEM certificate or key;  "wav": a 16-bit PCM WAV file;
+- "folder": a folder we read (may be missing);  "state": a folder we write (made at start).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import socket
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
-import yaml
+PATH_KINDS = ("file", "secret", "pem", "wav", "folder", "state")
 
 
 class ConfigError(Exception):
     """The config cannot be used. The message starts with the YAML key path."""
 
 
+def check_topic_part(key: str, value: str) -> None:
+    """A topic prefix (or a part of one) must be a plain topic: no wildcard, no NUL, not empty."""
+    for char in "+#\0":
+        if char in value:
+            raise ConfigError(f"{key}: must not contain {char!r}: {value!r}")
+    if not value.strip("/"):
+        raise ConfigError(f"{key}: must not be empty")
+
+
 def _opt(default: Any, *, min: float | None = None, max: float | None = None) -> Any:  # noqa: A002
     return field(default=default, metadata={"min": min, "max": max})
+
+
+def _path(kind: str, default: Any = None) -> Any:
+    assert kind in PATH_KINDS, kind
+    return field(default=default, metadata={"path": kind})
 
 
 @dataclass(frozen=True)
@@ -32,7 +47,7 @@ class VoiceConfig:
 
     name: str = "en_US-joe-medium"
     """A voice name (searched in `dirs` and the installed voice packages) or a path to a `.onnx`."""
-    dirs: tuple[Path, ...] = ()
+    dirs: tuple[Path, ...] = _path("folder", ())
     """Extra folders holding `<name>.onnx` + `<name>.onnx.json` voices."""
     speaker: str | None = None
     """Speaker name or id for multi-speaker voices; None: the voice's first speaker."""
@@ -70,9 +85,16 @@ class FrontendConfig:
 
 @dataclass(frozen=True)
 class TlsConfig:
-    ca_file: Path | None = None
-    cert_file: Path | None = None
-    key_file: Path | None = None
+    """TLS to the broker: a CA to verify it, and optionally a client certificate and key."""
+
+    ca_file: Path | None = _path("pem")
+    cert_file: Path | None = _path("pem")
+    key_file: Path | None = _path("pem")
+    """Unencrypted PEM key of cert_file (or the key inside cert_file when unset)."""
+
+    def __post_init__(self) -> None:
+        if self.key_file is not None and self.cert_file is None:
+            raise ConfigError("mqtt.tls.key_file: set without mqtt.tls.cert_file")
 
 
 @dataclass(frozen=True)
@@ -86,7 +108,7 @@ class MqttConfig:
     client_id: str | None = None
     """Default: edged-<device_id>."""
     username: str | None = None
-    password_file: Path | None = None
+    password_file: Path | None = _path("secret")
     """File holding the password (never put a password in this file)."""
     tls: TlsConfig = field(default_factory=TlsConfig)
     max_payload_bytes: int = _opt(262144, min=1024, max=268435455)
@@ -102,17 +124,26 @@ class MqttConfig:
     """Audio bytes kept for publishing while disconnected; more audio is dropped."""
     stream_audio: bool = False
     """Publish audio in parts as each sentence is synthesized (lower latency) instead of one WAV."""
-    state_dir: Path = Path("state")
+    state_dir: Path = _path("state", Path("state"))
     """Where the daemon remembers finished request ids (done.jsonl)."""
+
+    def __post_init__(self) -> None:
+        if self.password_file is not None and self.username is None:
+            raise ConfigError("mqtt.password_file: set without mqtt.username")
 
 
 @dataclass(frozen=True)
 class LimitsConfig:
+    """Bounds on work, time and memory."""
+
     queue: int = _opt(10, min=1, max=1000)
     task_timeout_s: float = _opt(60.0, min=1.0, max=3600.0)
     max_chars: int = _opt(500, min=1, max=100000)
     memory_mb: int = _opt(400, min=64, max=65536)
     stop_timeout_s: float = _opt(10.0, min=0.0, max=300.0)
+    synthesis_workers: int = _opt(0, min=0, max=16)
+    """Threads that run inferences for every source (MQTT, pinned phrases, later the network
+    servers); 0: one per `voice.threads` cores, at most one per 200 MB of `memory_mb`."""
     heartbeat_max_age_s: float = _opt(90.0, min=1.0, max=3600.0)
     """The worker counts as hung when its heartbeat is older than this: edged stops the
     systemd watchdog pings and systemd restarts it. Keep above the longest single step
@@ -121,7 +152,9 @@ class LimitsConfig:
 
 @dataclass(frozen=True)
 class CacheConfig:
-    dir: Path = Path("cache")
+    """The phrase cache (and the prepared voices, under `dir/models`)."""
+
+    dir: Path = _path("state", Path("cache"))
     phrases: tuple[Any, ...] = ()
     """Pinned phrases: a string, or {text: "The {room} window is open", slots: {room: [a, b]}}."""
     max_mb: int = _opt(200, min=1, max=1_000_000)
@@ -133,14 +166,16 @@ class CacheConfig:
 class ChimesConfig:
     """Attention chime per priority: a 16-bit PCM WAV (mono or stereo, at most 10 s), or None."""
 
-    critical: Path | None = None
-    high: Path | None = None
-    normal: Path | None = None
-    low: Path | None = None
+    critical: Path | None = _path("wav")
+    high: Path | None = _path("wav")
+    normal: Path | None = _path("wav")
+    low: Path | None = _path("wav")
 
 
 @dataclass(frozen=True)
 class AudioConfig:
+    """Local playback: the device, levels, chimes, and what to do when it fails."""
+
     device: str | None = None
     """Output device: name substring or index (as listed by `edged devices`); None: default."""
     preroll_ms: int = _opt(150, min=0, max=5000)
@@ -170,6 +205,8 @@ class AudioConfig:
 
 @dataclass(frozen=True)
 class Config:
+    """The whole file."""
+
     device_id: str = field(default_factory=lambda: socket.gethostname().split(".")[0] or "edged")
     output: Literal["play", "publish", "both"] = "play"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -184,6 +221,10 @@ class Config:
     source: Path | None = field(default=None, metadata={"internal": True})
     """The file this config was read from (not a key)."""
 
+    def __post_init__(self) -> None:
+        key = "mqtt.topic_prefix" if self.mqtt.topic_prefix is not None else "device_id"
+        check_topic_part(key, self.topic_prefix)
+
     @property
     def topic_prefix(self) -> str:
         return self.mqtt.topic_prefix or f"edged/{self.device_id}"
@@ -193,108 +234,3 @@ class Config:
         return self.mqtt.client_id or f"edged-{self.device_id}"
 
 
-_MAX_FILE_BYTES: Final = 1 << 20
-
-
-def load_config(path: Path | str) -> Config:
-    """Read and validate a YAML config file."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read config file: {err.strerror or err}") from err
-    if len(raw) > _MAX_FILE_BYTES:
-        raise ConfigError(f"{path}: config file is larger than 1 MiB")
-    try:
-        data = yaml.safe_load(raw) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from err
-    config = parse_config(data, base_dir=path.resolve().parent)
-    return dataclasses.replace(config, source=path.resolve())
-
-
-def parse_config(data: object, base_dir: Path) -> Config:
-    """Validate a mapping (already parsed YAML) into a Config."""
-    return _build(Config, data, "", base_dir)
-
-
-def _build(cls: type, data: object, prefix: str, base_dir: Path) -> Any:
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{prefix.rstrip('.') or '<top>'}: expected a mapping, got {_kind(data)}")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
-    unknown = [k for k in data if k not in fields]
-    if unknown:
-        raise ConfigError(
-            f"{prefix}{unknown[0]}: unknown key; known keys: {', '.join(sorted(fields))}"
-        )
-    values = {}
-    for name, f in fields.items():
-        if name in data:
-            values[name] = _convert(hints[name], data[name], f"{prefix}{name}", base_dir, f.metadata)
-        elif dataclasses.is_dataclass(hints[name]):
-            values[name] = _build(hints[name], {}, f"{prefix}{name}.", base_dir)
-        elif isinstance(f.default, Path) and not f.default.is_absolute():
-            # Defaults such as cache.dir = "cache" are relative to the file, like given paths.
-            values[name] = base_dir / f.default
-    return cls(**values)
-
-
-def _convert(tp: Any, value: object, key: str, base_dir: Path, meta: Any) -> Any:
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _convert(inner[0], value, key, base_dir, meta)
-    if dataclasses.is_dataclass(tp):
-        return _build(tp, value, key + ".", base_dir)
-    if origin is Literal:
-        if value not in args:
-            choices = ", ".join(str(a) for a in args)
-            raise ConfigError(f"{key}: expected one of {choices}, got {value!r}")
-        return value
-    if origin is tuple:
-        if not isinstance(value, list):
-            raise ConfigError(f"{key}: expected a list, got {_kind(value)}")
-        return tuple(_convert(args[0], v, f"{key}[{i}]", base_dir, {}) for i, v in enumerate(value))
-    if tp is Any:
-        return value
-    if tp is Path:
-        if not isinstance(value, str) or not value:
-            raise ConfigError(f"{key}: expected a path (string), got {_kind(value)}")
-        path = Path(value).expanduser()
-        return path if path.is_absolute() else base_dir / path
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key}: expected true or false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{key}: expected an integer, got {_kind(value)} {value!r}")
-        return _check_range(key, value, meta)
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{key}: expected a number, got {_kind(value)} {value!r}")
-        return _check_range(key, float(value), meta)
-    if tp is str:
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise ConfigError(f"{key}: expected a string, got {_kind(value)}")
-        return str(value)
-    raise ConfigError(f"{key}: unsupported type {tp!r}")  # a bug in this module, not the file
-
-
-def _check_range(key: str, value: float, meta: Any) -> Any:
-    lo, hi = (meta or {}).get("min"), (meta or {}).get("max")
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise ConfigError(f"{key}: {value} is out of range {lo}..{hi}")
-    return value
-
-
-def _kind(value: object) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(
-        type(value), type(value).__name__
-    )

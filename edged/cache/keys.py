@@ -22,13 +22,14 @@ import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Final
 
-from .frontend.normalize import NORMALIZER_VERSION
+from ..frontend.normalize import NORMALIZER_VERSION
 
 if TYPE_CHECKING:
-    from .voice import SynthesisSettings, Voice
+    from ..voice import SynthesisSettings, Voice
 
-KEY_FORMAT: Final = 1
-"""Bump when the recipe changes, so old entries can never match new requests."""
+KEY_FORMAT: Final = 2
+"""Bump when the recipe or the audio it stands for changes, so old entries can never match new
+requests (2: model output converted to int16 by rounding, x32768, as everywhere in edged)."""
 _MEMO_PER_VOICE: Final = 1024
 
 
@@ -37,7 +38,7 @@ def make_key(voice: Voice, settings: SynthesisSettings, text: str) -> str:
     recipe = {
         "format": KEY_FORMAT,
         "voice": voice.fingerprint,
-        "rate_hz": voice.sample_rate,
+        "rate_hz": voice.rate_hz,
         # Voice-level options that change the audio too (pauses, where long sentences split).
         "sentence_pause_ms": voice.sentence_pause_ms,
         "max_phonemes": voice.max_phonemes,

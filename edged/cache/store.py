@@ -17,19 +17,17 @@ reason the read path uses plain `str` paths and one exact-size `os.read`.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import struct
-import threading
-import time
 from pathlib import Path
 from typing import Final
 
 import numpy as np
 import xxhash
 
-from .audio import Audio
+from ..audio import Audio
+from ..files import atomic_write
 
 _MAGIC: Final = b"EDGC"
 _VERSION: Final = 1
@@ -113,54 +111,6 @@ def read_text(path: Path) -> tuple[str, float]:
 
 
 def write_entry(path: Path, data: bytes) -> None:
-    """Write `data` under `path` so that no reader ever sees a partial file.
-
-    Temp file in the same folder, fsync, os.replace, fsync of the folder: after a crash
-    either the old state or the complete new entry is there. Raises OSError.
-    """
+    """Write one entry so that no reader ever sees a partial file, fsynced (see files.py)."""
     path.parent.mkdir(exist_ok=True)
-    tmp = path.parent / f".{path.stem[:16]}.{_unique()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def write_text_atomic(path: Path, text: str, *, sync: bool = True) -> None:
-    tmp = path.with_name(f".{path.name}.{_unique()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            if sync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _unique() -> str:
-    """Temp-name part no other process or thread uses at the same time."""
-    return f"{os.getpid()}.{threading.get_ident()}.{time.monotonic_ns()}"
-
-
-def _fsync_dir(folder: Path) -> None:
-    with contextlib.suppress(OSError):  # some filesystems refuse fsync on a folder
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    atomic_write(path, data)

@@ -1,6 +1,6 @@
 """A voice prepared once for fast start-up and bounded memory, kept in `<cache.dir>/models/`.
 
-`prepare_voice` (run as a child process, so its memory goes back to the system) splits the
+`prepare` (run as a child process, so its memory goes back to the system) splits the
 Piper graph into encoder and decoder, has ONNX Runtime optimize each part once and measures the
 context a decoder window needs; see docs/architecture.md, "Prepared voices". This module reads
 what it wrote: loading a prepared voice skips ORT's graph optimizations (session creation
@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import xxhash
 
-from .inference import DECODE_WINDOW_FRAMES, Model, SplitModel, WholeModel, open_session
+from .onnx import DECODE_WINDOW_FRAMES, Model, SplitModel, WholeModel, open_session
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: st
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
-            [sys.executable, "-m", "edged.prepare_voice", str(onnx_path), str(folder), sha256,
+            [sys.executable, "-m", "edged.voice.prepare", str(onnx_path), str(folder), sha256,
              "--precision", precision],
             capture_output=True, text=True, timeout=_PREPARE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:

@@ -1,9 +1,10 @@
 """Loaded voices within a memory budget (`limits.memory_mb`).
 
-Voices are loaded when first asked for. When loading one more would take the process past
-the budget, the least recently used voices are unloaded first (never the default voice
-while it is the only one, never a voice in use). What a voice costs is measured when it
-loads (RSS before/after plus its first inference) and remembered, but never below the
+Every voice a request names resolves here, the configured one included: it is loaded at start
+and pinned (never unloaded). Other voices are loaded when first asked for. When loading one more
+would take the process past the budget, the least recently used ones are unloaded first. What a
+voice costs is measured when it loads (RSS before/after plus its first inference) and
+remembered, but never below the
 estimate from the model size with the ratio measured for the default voice: a load that
 reuses memory freed by an earlier one would otherwise look free.
 """
@@ -16,10 +17,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final
 
-from .config import Config
-from .memory import release_freed_memory, rss_mb
-from .voice import Voice
-from .voices import find_voice, load_voice
+from ..config import Config
+from ..memory import release_freed_memory, rss_mb
+from .find import find_voice
+from .load import load_voice
+from .piper import Voice
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -35,10 +37,13 @@ class VoicePool:
         self,
         config: Config,
         *,
+        default: Voice | None = None,
         budget_mb: float | None = None,
         loader: Callable[[Config, str], Voice] = load_voice,
     ) -> None:
         self._config = config
+        self._default = default
+        """The configured voice, loaded before the daemon is ready; never unloaded."""
         self._budget_mb = float(budget_mb if budget_mb is not None else config.limits.memory_mb)
         self._loader = loader
         self._voices: OrderedDict[str, Voice] = OrderedDict()
@@ -46,6 +51,31 @@ class VoicePool:
         self._lock = threading.Lock()
         self.unloaded: list[str] = []
         """Names unloaded to stay within the budget, oldest first (for state and tests)."""
+
+    @property
+    def default_names(self) -> frozenset[str]:
+        """What names the configured voice: its name in the config (maybe a path) and its own."""
+        names = {self._config.voice.name}
+        if self._default is not None:
+            names.add(self._default.name)
+        return frozenset(names)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every voice a request may name: the configured one and `voices`."""
+        return self.default_names | set(self._config.voices)
+
+    def is_default(self, voice: Voice) -> bool:
+        return voice is self._default
+
+    def peek(self, name: str | None = None) -> Voice | None:
+        """The voice if it is loaded now, without loading it."""
+        if name is None or name in self.default_names:
+            if self._default is not None:
+                return self._default
+            name = self._config.voice.name
+        with self._lock:
+            return self._voices.get(name)
 
     @property
     def loaded(self) -> list[str]:
@@ -59,6 +89,9 @@ class VoicePool:
         return max(self._cost_mb.get(name, 0.0), estimate)
 
     def get(self, name: str | None = None) -> Voice:
+        """The voice named (None: the configured one), loading it first if needed; VoiceError."""
+        if self._default is not None and (name is None or name in self.default_names):
+            return self._default
         name = name or self._config.voice.name
         with self._lock:
             voice = self._voices.get(name)

@@ -1,4 +1,4 @@
-"""Prepare a voice (run by `prepared_voice.ensure_prepared` as `python -m edged.prepare_voice`).
+"""Prepare a voice (run by `prepared.ensure_prepared` as `python -m edged.voice.prepare`).
 
 1. split the Piper graph into encoder and decoder (`model_split`), when it can be split; with
    `--precision int8` quantize the weights first, all but the decoder's;
@@ -26,8 +26,9 @@ from typing import Any, Final
 
 import numpy as np
 
-from .inference import DECODE_WINDOW_FRAMES, decode_in_windows, open_session
-from .prepared_voice import FORMAT, MANIFEST, file_digest, ort_version, read_prepared
+from .onnx import DECODE_WINDOW_FRAMES, decode_in_windows, open_session
+from .piper_config import read_piper_config
+from .prepared import FORMAT, MANIFEST, file_digest, ort_version, read_prepared
 
 _PAD_CANDIDATES: Final = (2, 4, 6, 8, 12, 16, 24, 32)
 _ONE_STEP: Final = 1 / 32768  # windowed and whole decode must agree to within one 16-bit step
@@ -39,7 +40,7 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
     """Write the prepared model for `onnx_path` into `folder` (replacing a stale one)."""
     import onnx
 
-    from .model_split import NotSplittable, quantize_int8, split_piper_graph
+    from .split import NotSplittable, quantize_int8, split_piper_graph
 
     _remove_leftovers(folder)
     work = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
@@ -91,7 +92,7 @@ def _save_optimized(model: bytes, folder: Path, name: str) -> None:
     """ORT optimizes the graph once and saves it, weights in `<name>.weights`."""
     import onnxruntime as ort
 
-    from .inference import session_options
+    from .onnx import session_options
 
     options = session_options(1, level="ORT_ENABLE_EXTENDED")
     options.optimized_model_filepath = str(folder / f"{name}.onnx")
@@ -129,7 +130,7 @@ def _probe_decoder(folder: Path, onnx_path: Path, latent_name: str,
 
 
 def _probe_feeds(onnx_path: Path, inputs: set[str]) -> dict[str, np.ndarray]:
-    id_map = json.loads(Path(f"{onnx_path}.json").read_text(encoding="utf-8"))["phoneme_id_map"]
+    id_map = read_piper_config(Path(f"{onnx_path}.json")).phoneme_id_map
     ids = [id_map["^"][0]]
     for phoneme in _PROBE_PHONEMES * 2:
         if phoneme in id_map:
@@ -184,7 +185,7 @@ def _alive(pid: int) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m edged.prepare_voice",
+    parser = argparse.ArgumentParser(prog="python -m edged.voice.prepare",
                                      description="Prepare a Piper voice into FOLDER (edged does it itself).")
     parser.add_argument("onnx", type=Path)
     parser.add_argument("folder", type=Path)

@@ -8,23 +8,23 @@ Bounding the piece length bounds activation memory and latency of every single i
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
-from .ahead import run_ahead
-from .audio import Audio
-from .frontend.normalize import NORMALIZER_VERSION, normalize
-from .frontend.phonemes import PhonemeIds, PhonemizerError, phonemize
-from .frontend.sentences import Piece, split_for_streaming
+from ..audio import Audio, to_int16
+from ..frontend.normalize import NORMALIZER_VERSION, normalize
+from ..frontend.phonemes import PhonemeIds, PhonemizerError, phonemize
+from ..frontend.sentences import Piece, split_for_streaming
+from .errors import VoiceError
 from .hashes import file_sha256
-from .inference import Model, WholeModel, open_session
-from .prepared_voice import PreparedModel
+from .onnx import Model, WholeModel, open_session
+from .piper_config import PiperConfig, read_piper_config
+from .prepared import PreparedModel
+from .settings import SynthesisSettings
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -34,61 +34,26 @@ _REQUIRED_INPUTS: Final = ("input", "input_lengths", "scales")
 _FIRST_PIECE_PHONEMES: Final = 80
 
 
-class VoiceError(Exception):
-    """A voice cannot be loaded or used; the message names the file or voice and what is wrong."""
-
-
-@dataclass(frozen=True)
-class SynthesisSettings:
-    """Everything per request that changes the audio."""
-
-    speaker_id: int | None
-    length_scale: float
-    noise_scale: float
-    noise_w: float
-
-    def cache_fields(self) -> dict[str, Any]:
-        return {
-            "speaker_id": self.speaker_id,
-            "length_scale": round(self.length_scale, 6),
-            "noise_scale": round(self.noise_scale, 6),
-            "noise_w": round(self.noise_w, 6),
-        }
-
-
 class Voice:
     """One loaded voice. Thread-safe: several threads may synthesize at once."""
 
-    def __init__(
-        self,
-        onnx_path: Path,
-        json_path: Path,
-        config: dict[str, Any],
-        model: Model,
-        *,
-        threads: int,
-        max_phonemes: int,
-        sentence_pause_ms: int,
-        date_order: str,
-        precision: str = "float32",
-    ) -> None:
+    def __init__(self, onnx_path: Path, config: PiperConfig, model: Model, *, threads: int,
+                 max_phonemes: int, sentence_pause_ms: int, date_order: str,
+                 precision: str = "float32") -> None:
         self.onnx_path = onnx_path
-        self.json_path = json_path
+        self.json_path = Path(f"{onnx_path}.json")
         self.name = onnx_path.name.removesuffix(".onnx")
-        self.sample_rate: int = int(config["audio"]["sample_rate"])
-        self.espeak_voice: str = config["espeak"]["voice"]
-        inference = config.get("inference", {})
-        self.default_noise_scale = float(inference.get("noise_scale", 0.667))
-        self.default_length_scale = float(inference.get("length_scale", 1.0))
-        self.default_noise_w = float(inference.get("noise_w", 0.8))
-        self.num_speakers = int(config.get("num_speakers", 1))
-        self.speakers: dict[str, int] = dict(config.get("speaker_id_map") or {})
-        self.language: str = (config.get("language") or {}).get("code", "")
+        self.config = config
+        self.rate_hz = config.rate_hz
+        self.espeak_voice = config.espeak_voice
+        self.num_speakers = config.num_speakers
+        self.speakers = config.speakers
+        self.language = config.language
         self.threads = threads
         self.max_phonemes = max_phonemes
         self.sentence_pause_ms = sentence_pause_ms
         self.date_order = date_order
-        self._ids = PhonemeIds(config["phoneme_id_map"])
+        self._ids = PhonemeIds(config.phoneme_id_map)
         self._model = model
         self.precision = precision
         self._fingerprint: str | None = None
@@ -107,14 +72,14 @@ class Voice:
         date_order: str = "mdy",
         prepared: PreparedModel | None = None,
     ) -> Voice:
-        """Load a voice; `prepared` (see `prepared_voice`) loads faster and bounds decoder memory."""
+        """Load a voice; `prepared` (see `prepared`) loads faster and bounds decoder memory."""
         onnx_path = Path(onnx_path)
         json_path = Path(f"{onnx_path}.json")
         if not onnx_path.is_file():
             raise VoiceError(f"{onnx_path}: voice model file not found")
         if not json_path.is_file():
             raise VoiceError(f"{json_path}: voice config file not found (expected next to the .onnx)")
-        config = _read_voice_json(json_path)
+        config = read_piper_config(json_path)
         model, prepared = _open_model(onnx_path, threads, prepared)
         names = model.input_names
         missing = [n for n in _REQUIRED_INPUTS if n not in names]
@@ -123,14 +88,14 @@ class Voice:
                 f"{onnx_path}: not a Piper voice: model inputs are {sorted(names)}, "
                 f"missing {missing}"
             )
-        multi = int(config.get("num_speakers", 1)) > 1
+        multi = config.num_speakers > 1
         if multi and "sid" not in names:
             raise VoiceError(f"{onnx_path}: config says multi-speaker but the model has no 'sid' input")
         if not multi and "sid" in names:
             raise VoiceError(f"{onnx_path}: the model has a 'sid' input but config num_speakers is 1")
-        _LOGGER.info("Loaded voice %s (%d Hz, %d speaker(s))", onnx_path.name,
-                     config["audio"]["sample_rate"], int(config.get("num_speakers", 1)))
-        return cls(onnx_path, json_path, config, model, threads=threads,
+        _LOGGER.info("Loaded voice %s (%d Hz, %d speaker(s))", onnx_path.name, config.rate_hz,
+                     config.num_speakers)
+        return cls(onnx_path, config, model, threads=threads,
                    max_phonemes=max_phonemes, sentence_pause_ms=sentence_pause_ms,
                    date_order=date_order, precision=prepared.precision if prepared else "float32")
 
@@ -166,12 +131,13 @@ class Voice:
             raise VoiceError(f"voice {self.name} has one speaker; got speaker {speaker!r}")
         if speed is not None and not 0.1 <= speed <= 10:
             raise VoiceError(f"speed {speed} is out of range 0.1..10")
-        length_scale = self.default_length_scale / speed if speed else self.default_length_scale
+        defaults = self.config
+        length_scale = defaults.length_scale / speed if speed else defaults.length_scale
         return SynthesisSettings(
             speaker_id=speaker_id,
             length_scale=length_scale,
-            noise_scale=self.default_noise_scale if noise_scale is None else float(noise_scale),
-            noise_w=self.default_noise_w if noise_w is None else float(noise_w),
+            noise_scale=defaults.noise_scale if noise_scale is None else float(noise_scale),
+            noise_w=defaults.noise_w if noise_w is None else float(noise_w),
         )
 
     def _speaker_id(self, speaker: str | int | None) -> int:
@@ -200,47 +166,36 @@ class Voice:
             sentences = phonemize(self.normalize(text), self.espeak_voice)
         except PhonemizerError as err:
             raise VoiceError(f"voice {self.name}: {err}") from err
-        pieces: list[Piece] = []
-        for i, sentence in enumerate(sentences):
-            # A phoneme string is text to the splitter: clauses end in ", " and words in " ".
-            first = min(_FIRST_PIECE_PHONEMES, self.max_phonemes) if i == 0 else None
-            pieces += split_for_streaming("".join(sentence).strip(), self.max_phonemes, len, first)
-        return pieces
+        # A phoneme string is text to the splitter: clauses end in ", " and words in " ".
+        return split_for_streaming(["".join(sentence).strip() for sentence in sentences],
+                                   self.max_phonemes, len,
+                                   min(_FIRST_PIECE_PHONEMES, self.max_phonemes))
 
-    def stream(self, text: str, settings: SynthesisSettings | None = None,
-               lookahead: int = 1) -> Iterator[Audio]:
+    def stream(self, text: str, settings: SynthesisSettings | None = None) -> Iterator[Audio]:
         """Audio chunks in order: one per piece, or per decoder window of a prepared voice; a
-        sentence pause ends each sentence but the last.
-
-        While the caller consumes a chunk, the next `lookahead` chunks are already being
-        synthesized on a worker thread, so playback and inference overlap.
-        """
+        sentence pause ends each sentence but the last. Each `next()` is one step of work (an
+        encoder run and a window, or one more window): the synthesis scheduler interleaves
+        streams, and lets a critical one go first, at these steps."""
         settings = settings or self.settings()
         pieces = self.pieces(text)
-        if not pieces:
-            return
-        chunks = (chunk for i, piece in enumerate(pieces)
-                  for chunk in self._piece_audio(piece, settings, last=i == len(pieces) - 1))
-        if lookahead <= 0:
-            yield from chunks
-        else:
-            yield from run_ahead(chunks, lookahead, name="edged-synth")
+        for i, piece in enumerate(pieces):
+            yield from self._piece_audio(piece, settings, last=i == len(pieces) - 1)
 
     def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio:
         """The whole announcement as one Audio."""
-        return Audio.join(list(self.stream(text, settings, lookahead=0)), self.sample_rate)
+        return Audio.join(list(self.stream(text, settings)), self.rate_hz)
 
     def _piece_audio(self, piece: Piece, settings: SynthesisSettings, last: bool) -> Iterator[Audio]:
         parts = self._model.stream(self._feeds(self._ids(piece.text), settings))
         pause = piece.ends_sentence and not last and self.sentence_pause_ms
-        samples = _to_int16(next(parts))
+        samples = to_int16(next(parts))
         for following in parts:  # one behind, so the pause can go onto the piece's last chunk
-            yield Audio(samples, self.sample_rate)
-            samples = _to_int16(following)
+            yield Audio(samples, self.rate_hz)
+            samples = to_int16(following)
         if pause:
-            silence = np.zeros(self.sample_rate * self.sentence_pause_ms // 1000, dtype=np.int16)
+            silence = np.zeros(self.rate_hz * self.sentence_pause_ms // 1000, dtype=np.int16)
             samples = np.concatenate([samples, silence])
-        yield Audio(samples, self.sample_rate)
+        yield Audio(samples, self.rate_hz)
 
     def _feeds(self, ids: list[int], settings: SynthesisSettings) -> dict[str, np.ndarray]:
         feeds = {
@@ -253,30 +208,6 @@ class Voice:
         if self.num_speakers > 1:
             feeds["sid"] = np.array([settings.speaker_id or 0], dtype=np.int64)
         return feeds
-
-
-def _to_int16(audio: np.ndarray) -> np.ndarray:
-    return (np.clip(audio, -1.0, 1.0) * 32767).astype(np.int16)
-
-
-def _read_voice_json(json_path: Path) -> dict[str, Any]:
-    try:
-        config = json.loads(json_path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise VoiceError(f"{json_path}: cannot read: {err.strerror or err}") from err
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise VoiceError(f"{json_path}: not valid JSON: {err}") from err
-    if not isinstance(config, dict):
-        raise VoiceError(f"{json_path}: expected a JSON object")
-    for path in (("audio", "sample_rate"), ("espeak", "voice"), ("phoneme_id_map",)):
-        node: Any = config
-        for part in path:
-            if not isinstance(node, dict) or part not in node:
-                raise VoiceError(f"{json_path}: missing {'.'.join(path)}")
-            node = node[part]
-    if not isinstance(config["phoneme_id_map"], dict) or "^" not in config["phoneme_id_map"]:
-        raise VoiceError(f"{json_path}: phoneme_id_map is not a Piper map (no '^')")
-    return config
 
 
 def _open_model(onnx_path: Path, threads: int,

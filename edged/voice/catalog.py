@@ -19,7 +19,7 @@ import yaml
 
 _LOGGER = logging.getLogger(__name__)
 
-_CHECKOUT_PATH: Final = Path(__file__).resolve().parent.parent / "models" / "voices.yaml"
+_CHECKOUT_PATH: Final = Path(__file__).resolve().parents[2] / "models" / "voices.yaml"
 _SHA256_RE: Final = re.compile(r"[0-9a-f]{64}")
 
 

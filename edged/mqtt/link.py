@@ -6,7 +6,7 @@
 - `connect_async` + `loop_start`: the daemon starts while the broker is down; paho reconnects
   with backoff; subscriptions are renewed on every connect (a SIGKILLed broker forgets them).
 - Never publish more than the broker accepts: paho 2.2 answers an oversized QoS 1 publish by
-  reconnecting and resending it forever. `payload_limit` is the bound (speaker.AudioSink
+  reconnecting and resending it forever. `payload_limit` is the bound (sink.AudioSink
   sends audio that does not fit in parts).
 - No exception leaves a paho callback.
 """
@@ -30,8 +30,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-from .config import Config, ConfigError
-from .requests import Request, RequestError, parse_request  # noqa: F401 - the daemon's interface
+from ..config import Config, ConfigError, check_topic_part
 
 _LOGGER = logging.getLogger(__name__)
 _PUBLISH_OVERHEAD: Final = 64
@@ -57,12 +56,10 @@ class LinkHandler(Protocol):
 
 
 class Topics:
+    """The daemon's topics under its prefix."""
+
     def __init__(self, prefix: str) -> None:
-        for char in "+#\0":
-            if char in prefix:
-                raise ConfigError(f"mqtt.topic_prefix: must not contain {char!r}: {prefix!r}")
-        if not prefix.strip("/"):
-            raise ConfigError("mqtt.topic_prefix: must not be empty")
+        check_topic_part("mqtt.topic_prefix", prefix)
         self.prefix = prefix
         self.say = f"{prefix}/say"
         self.control = f"{prefix}/control"
@@ -77,10 +74,12 @@ class Topics:
 class MqttLink:
     """Thread-safe publishing and acknowledging; callbacks arrive on paho's network thread."""
 
-    def __init__(self, config: Config, handler: LinkHandler, *, receive_maximum: int) -> None:
+    def __init__(self, config: Config, handler: LinkHandler | None = None, *,
+                 receive_maximum: int) -> None:
         self._config = config
         self._mqtt = config.mqtt
-        self._handler = handler
+        self.handler = handler
+        """Who gets what arrives (the daemon); set before start()."""
         self.topics = Topics(config.topic_prefix)
         self.connected = threading.Event()
         self._generation = 0
@@ -104,8 +103,6 @@ class MqttLink:
         client.will_set(self.topics.availability, b"offline", qos=1, retain=True)
         if self._mqtt.username:
             client.username_pw_set(self._mqtt.username, _read_password(self._mqtt.password_file))
-        elif self._mqtt.password_file:
-            raise ConfigError("mqtt.password_file: set mqtt.username too")
         _set_tls(client, config)
         client.on_connect = self._on_connect
         client.on_connect_fail = self._on_connect_fail
@@ -141,9 +138,6 @@ class MqttLink:
                 info.wait_for_publish(timeout_s)
         self._client.disconnect()
         self._client.loop_stop()
-
-    def wait_connected(self, timeout_s: float) -> bool:
-        return self.connected.wait(timeout_s)
 
     # -- outgoing ------------------------------------------------------------------------
 
@@ -223,7 +217,8 @@ class MqttLink:
             self.connected.set()
             _LOGGER.info("Connected to the broker (session %s)",
                          "resumed" if flags.session_present else "new")
-            self._handler.on_connected(bool(flags.session_present))
+            if self.handler is not None:
+                self.handler.on_connected(bool(flags.session_present))
         except Exception:
             _LOGGER.exception("Error in on_connect")
 
@@ -264,10 +259,12 @@ class MqttLink:
     def _on_message(self, client: paho.Client, _u: Any, msg: paho.MQTTMessage) -> None:
         ticket = Ticket(msg.mid, msg.qos, self._generation, bool(msg.dup))
         try:
-            if msg.topic == self.topics.say:
-                self._handler.on_say(msg.payload, ticket)
+            if self.handler is None:  # not started by a daemon: nothing can answer it
+                self.ack(ticket)
+            elif msg.topic == self.topics.say:
+                self.handler.on_say(msg.payload, ticket)
             elif msg.topic == self.topics.control:
-                self._handler.on_control(msg.payload, ticket)
+                self.handler.on_control(msg.payload, ticket)
             else:  # a subscription left over from an older config in the same session
                 self.ack(ticket)
         except Exception:
@@ -302,8 +299,6 @@ def _set_tls(client: paho.Client, config: Config) -> None:
     tls = config.mqtt.tls
     if not (tls.ca_file or tls.cert_file or tls.key_file):
         return
-    if tls.key_file and not tls.cert_file:
-        raise ConfigError("mqtt.tls.key_file: set mqtt.tls.cert_file too")
     try:
         client.tls_set(
             ca_certs=str(tls.ca_file) if tls.ca_file else None,

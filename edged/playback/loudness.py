@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from ..audio import apply_volume, to_float
 from .resample import Resampler, resample
 
 if TYPE_CHECKING:
-    from .audio import Audio
-    from .config import AudioConfig
+    from ..audio import Audio
+    from ..config import AudioConfig
 
 _FRAME_S: Final = 0.020
 _ABSOLUTE_GATE_DB: Final = -60.0
@@ -34,14 +35,6 @@ _LIMITER_HALF_S: Final = 0.005
 
 def db_to_amplitude(db: float) -> float:
     return 10.0 ** (db / 20.0)
-
-
-def to_float(samples: np.ndarray) -> np.ndarray:
-    return samples.astype(np.float32) / np.float32(32768.0)
-
-
-def to_int16(samples: np.ndarray) -> np.ndarray:
-    return np.clip(np.round(samples * 32768.0), -32768, 32767).astype(np.int16)
 
 
 def gated_rms_db(samples: np.ndarray, rate_hz: int) -> float | None:
@@ -138,7 +131,7 @@ class Shaper:
         self._resampler = Resampler(rate)
         self._leveler = Leveler(target_dbfs=config.target_dbfs, peak_dbfs=config.peak_dbfs,
                                 max_gain_db=config.max_gain_db, normalize=config.normalize)
-        self._volume = np.float32(volume)
+        self._volume = volume
         self._fade_n = int(rate * config.fade_ms / 1000)
         self._carry = np.zeros(0, dtype=np.float32)  # held back for the final fade-out
         self._started = False
@@ -164,7 +157,7 @@ class Shaper:
             x, self._carry = fade(x, n_out=self._fade_n), x[:0]
         elif self._fade_n:
             x, self._carry = x[: -self._fade_n], x[-self._fade_n :]
-        return to_int16(x * self._volume)
+        return apply_volume(x, self._volume)
 
 
 def shape_chime(chime: Audio, rate: int, config: AudioConfig) -> np.ndarray:

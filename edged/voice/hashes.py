@@ -7,14 +7,14 @@ with SHA instructions, several times that on a Pi). A file replaced or touched i
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Any, Final
+
+from ..files import atomic_write
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -87,11 +87,7 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     if not path.parent.is_dir():
         return
     entries = dict(list(data.items())[-_MEMO_MAX_ENTRIES:])
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(entries, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(entries, indent=1, sort_keys=True), sync=False)
     except OSError as err:  # an unwritable cache folder is reported elsewhere; this is an extra
         _LOGGER.debug("Cannot save file hashes to %s: %s", path, err)
-        with contextlib.suppress(OSError):
-            tmp.unlink()

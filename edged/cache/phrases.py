@@ -13,7 +13,7 @@ import string
 from collections.abc import Iterable
 from typing import Any, Final
 
-from .config import ConfigError
+from ..config import ConfigError
 
 _KEY: Final = "cache.phrases"
 _MAX_SLOT_VALUES: Final = 10_000

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .cache_store import KEY_RE, SUFFIX, entry_path, write_text_atomic
+from ..files import atomic_write
+from .store import KEY_RE, SUFFIX, entry_path
 
 PIN_FILE: Final = "pinned.keys"
 LOCK_FILE: Final = ".lock"
@@ -89,7 +90,7 @@ def edit_pins(root: Path, change: Callable[[set[str]], set[str]]) -> set[str]:
     """Replace the pin list by `change(current)`, atomically and under the lock. OSError."""
     with locked(root):
         pins = change(read_pins(root))
-        write_text_atomic(root / PIN_FILE, "".join(k + "\n" for k in sorted(pins)))
+        atomic_write(root / PIN_FILE, "".join(k + "\n" for k in sorted(pins)))
     return pins
 
 
@@ -148,7 +149,7 @@ def purge(root: Path, *, dynamic_only: bool) -> tuple[int, int]:
 def save_counters(root: Path, record: dict[str, Any]) -> None:
     """Advisory figures: no fsync, errors ignored."""
     with contextlib.suppress(OSError):
-        write_text_atomic(root / COUNTERS_FILE, json.dumps(record), sync=False)
+        atomic_write(root / COUNTERS_FILE, json.dumps(record), sync=False)
 
 
 def recorded_counters(root: Path) -> dict[str, Any] | None:

@@ -1,0 +1,176 @@
+"""One accepted announcement, from text to its outputs: loudspeaker and/or MQTT audio.
+
+    stream = speech.open(utterance)      cache hit: one chunk now; miss: the scheduler's chunks
+    for chunk in delivery.chunks(stream) counted, published at the request's volume, kept for
+                                         a fallback, and handed to the player as they come
+    -> Finished (the event's fields)     or an exception: the announcement failed
+
+The first words play, or the first part is published, while the rest is still being made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from .audio import Audio, with_volume
+from .events import Finished
+from .mqtt import AudioSink, MqttLink, Ticket
+from .playback import PlaybackReport, Player, PlayerError
+from .requests import Request
+from .synthesis import Speech, SpeechStream, Utterance
+
+_LOGGER = logging.getLogger(__name__)
+SOURCE = "mqtt"
+"""This source's name at the synthesis scheduler."""
+
+
+@dataclass(eq=False)
+class Job:
+    """An accepted request on its way through the daemon."""
+
+    request: Request
+    ticket: Ticket
+    done_key: str
+    """What the done-log remembers: the request id, or for id-less requests packet id + payload hash."""
+    voice_name: str | None
+    output: str
+    ttl_s: float
+    received: float
+    abort: str | None = None
+    """Why to stop early (set from other threads); checked between chunks."""
+
+    @property
+    def plays(self) -> bool:
+        return self.output in ("play", "both")
+
+    @property
+    def publishes(self) -> bool:
+        return self.output in ("publish", "both")
+
+
+class Announcer:
+    """Runs on the daemon's announcer thread, one job at a time."""
+
+    def __init__(self, speech: Speech, player: Player | None, link: MqttLink, *,
+                 stream_audio: bool, fallback_to_publish: bool, beat: Callable[[], None]) -> None:
+        self._speech = speech
+        self._player = player
+        self._link = link
+        self._stream_audio = stream_audio
+        self._fallback_to_publish = fallback_to_publish
+        self._beat = beat
+
+    def announce(self, job: Job) -> Finished:
+        """Speak `job`. Raises on voice, scheduler or player failure (the job failed)."""
+        request = job.request
+        utterance = self._speech.utterance(request.text, job.voice_name, speaker=request.speaker,
+                                           speed=request.speed)
+        delivery = _Delivery(job, self._sink(job) if job.publishes else None,
+                             keep=self._fallback_to_publish and not job.publishes, beat=self._beat)
+        report: PlaybackReport | None = None
+        with contextlib.closing(self._speech.open(utterance, rank=request.rank,
+                                                  source=SOURCE)) as stream:
+            chunks = delivery.chunks(stream)
+            if job.plays:
+                report = self._play(job, chunks, utterance, delivery)
+            else:
+                _drain(chunks)
+        return delivery.finished(job, stream, report)
+
+    def _play(self, job: Job, chunks: Iterator[Audio], utterance: Utterance,
+              delivery: _Delivery) -> PlaybackReport | None:
+        assert self._player is not None, "a job that plays needs a player"
+        request = job.request
+        started = time.monotonic()
+        try:
+            report = self._player.play(chunks, priority=request.priority, volume=request.volume,
+                                       rate_hz=utterance.voice.rate_hz)
+        except PlayerError as err:
+            if not self._fallback_to_publish:
+                raise
+            _LOGGER.warning("Request %s: playing failed (%s); publishing its audio instead "
+                            "(audio.fallback_to_publish)", request.id, err)
+            delivery.publish_instead(self._sink(job), f"published instead of played: {err}")
+            _drain(chunks)  # the rest, straight to MQTT
+            return None
+        if report.first_audio_s is not None:
+            delivery.first_audio(started + report.first_audio_s)
+        if report.interrupted and job.abort is None:
+            job.abort = "interrupted during playback"
+        return report
+
+    def _sink(self, job: Job) -> AudioSink:
+        return AudioSink(self._link, self._link.topics.audio(job.request.id),
+                         stream=self._stream_audio)
+
+
+class _Delivery:
+    """What one announcement's chunks go through on their way to the player: counted, published
+    (at the request's volume), kept while a fallback to publishing may still need them."""
+
+    def __init__(self, job: Job, sink: AudioSink | None, *, keep: bool,
+                 beat: Callable[[], None]) -> None:
+        self._job = job
+        self._sink = sink
+        self._kept: list[Audio] | None = [] if keep else None
+        self._beat = beat
+        self._frames = 0
+        self._rate = 0
+        self._first_audio: list[float] = []
+        self._fallback: str | None = None
+        self._parts: int | None = None
+
+    def chunks(self, stream: SpeechStream) -> Iterator[Audio]:
+        """The stream's chunks until it ends or the job is aborted; publishes what is left at the
+        end of a complete announcement."""
+        for chunk in stream:
+            if self._job.abort is not None:
+                return
+            self._beat()
+            self._frames += len(chunk.samples)
+            self._rate = chunk.rate_hz
+            if self._sink is not None:
+                self._sink.add(with_volume(chunk, self._job.request.volume))
+            elif self._kept is not None:
+                self._kept.append(chunk)
+            yield chunk
+        if self._sink is not None and self._job.abort is None:
+            self._parts = self._sink.finish()
+
+    def publish_instead(self, sink: AudioSink, why: str) -> None:
+        """The player failed: what it took goes out on MQTT, and so does the rest."""
+        self._fallback = why
+        if self._sink is None:
+            self._sink = sink
+            for chunk in self._kept or ():
+                sink.add(with_volume(chunk, self._job.request.volume))
+        self._kept = None
+
+    def first_audio(self, at: float) -> None:
+        self._first_audio.append(at)
+
+    def finished(self, job: Job, stream: SpeechStream, report: PlaybackReport | None) -> Finished:
+        first = list(self._first_audio)
+        if self._sink is not None and self._sink.first_audio_at is not None:
+            first.append(self._sink.first_audio_at)
+        return Finished(
+            id=job.request.id,
+            cached=stream.cached,
+            synth_ms=round(1000 * stream.synth_s, 1),
+            first_audio_ms=round(1000 * (min(first) - job.received), 1) if first else None,
+            duration_ms=round(1000 * self._frames / self._rate) if self._rate else 0,
+            voice=stream.utterance.voice.name,
+            underruns=report.underruns if report is not None else None,
+            underrun_ms=report.underrun_ms if report is not None else None,
+            audio_parts=(self._parts or 0) if self._sink is not None else None,
+            fallback=self._fallback,
+        )
+
+
+def _drain(chunks: Iterator[Audio]) -> None:
+    for _chunk in chunks:
+        pass

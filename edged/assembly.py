@@ -1,0 +1,118 @@
+"""The composition root of `edged run`: everything the daemon is made of is built here, once.
+
+    start-up checks -> the configured voice (loaded, warmed up, pinned in the pool)
+      -> phrase cache -> synthesis scheduler -> speech -> player (output play/both)
+      -> done-log -> MQTT link -> daemon
+
+`commands/run.py` owns the process (signals, reload, systemd notifications); the daemon owns
+requests and events; nothing else constructs the parts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from .cache import PhraseCache, expand_phrases
+from .checks import ensure_ready
+from .config import Config
+from .daemon import Daemon
+from .donelog import DoneLog
+from .mqtt import MqttLink
+from .playback import Player, PlayerError
+from .synthesis import Scheduler, SchedulerStopped, Speech, auto_workers
+from .voice import Voice, VoicePool, default_settings, inference_threads, load_voice
+
+_LOGGER = logging.getLogger(__name__)
+WARM_SOURCE: Final = "warm"
+"""The background warming of pinned phrases, a source of the synthesis scheduler."""
+
+
+class StartError(Exception):
+    """The daemon cannot start as configured (no audio device, ...); one line for the user."""
+
+
+@dataclass
+class App:
+    """The running daemon and the parts that outlive a request."""
+
+    config: Config
+    daemon: Daemon
+    speech: Speech
+    player: Player | None
+    phrases: list[str]
+
+    def start(self) -> None:
+        self.speech.scheduler.start()
+        self.daemon.start()
+        if self.phrases:
+            threading.Thread(target=self._warm, name="edged-warm", daemon=True).start()
+
+    def stop(self) -> None:
+        self.daemon.stop()
+        self.speech.scheduler.stop()
+        if self.player is not None:
+            self.player.close()
+
+    def _warm(self) -> None:
+        """Pin cache.phrases and make the missing ones at the lowest priority. Normally
+        `edged cache warm` made them ahead; on a fresh install they arrive in the background."""
+        try:
+            report = self.speech.warm(self.phrases, WARM_SOURCE)
+        except SchedulerStopped:
+            return
+        except Exception:  # the cache is an optimisation; never a reason to stop speaking
+            _LOGGER.exception("Warming the pinned phrases failed")
+            return
+        _LOGGER.info("Pinned phrases: %d, %d already cached, %d synthesized, %d failed, %.1f s",
+                     report.total, report.present, report.synthesized, len(report.failed),
+                     report.elapsed_s)
+
+
+def assemble(config: Config, status: Callable[[str], None]) -> App:
+    """Check, load and wire everything; ConfigError, VoiceError or StartError when it cannot."""
+    ensure_ready(config)  # one line naming the key or file: voice, folders, secrets, memory
+    phrases = expand_phrases(config.cache.phrases, config.cache.max_expansions)
+    status("loading voice")
+    voice = _warmed_up(config, load_voice(config, status=status))
+    workers = config.limits.synthesis_workers or auto_workers(
+        os.cpu_count() or 1, inference_threads(config), config.limits.memory_mb)
+    scheduler = Scheduler(workers, {"mqtt": 1, WARM_SOURCE: 1})
+    speech = Speech(config, VoicePool(config, default=voice), PhraseCache(config.cache), scheduler)
+    player = _open_player(config)
+    done = DoneLog(config.mqtt.state_dir / "done.jsonl", window_s=config.mqtt.session_expiry_s)
+    link = MqttLink(config, receive_maximum=config.limits.queue + 2)
+    daemon = Daemon(config, speech=speech, done=done, player=player, link=link, status=status)
+    return App(config, daemon, speech, player, phrases)
+
+
+def _warmed_up(config: Config, voice: Voice) -> Voice:
+    """The first inference allocates ONNX Runtime's buffers: do it before READY, not on the
+    first announcement."""
+    start = time.monotonic()
+    voice.synthesize("Ready.", default_settings(config, voice))
+    _LOGGER.info("Voice %s warmed up in %.0f ms", voice.name, 1000 * (time.monotonic() - start))
+    return voice
+
+
+def _open_player(config: Config) -> Player | None:
+    if config.output not in ("play", "both"):
+        return None
+    player = Player(config.audio)
+    try:
+        player.check_device()
+    except PlayerError as err:
+        if config.audio.fallback_to_publish:
+            _LOGGER.warning("audio: %s; announcements are published on MQTT until a device "
+                            "works (audio.fallback_to_publish)", err)
+            return player
+        raise StartError(
+            f"audio: {err} (output is {config.output!r}; use output: publish on a device "
+            "without a sound card)"
+        ) from None
+    return player

@@ -1,0 +1,23 @@
+"""The config file: schema (frozen dataclasses), loader, and the rules between fields."""
+
+from .loader import load_config, parse_config
+from .schema import (
+    PATH_KINDS,
+    AudioConfig,
+    CacheConfig,
+    ChimesConfig,
+    Config,
+    ConfigError,
+    FrontendConfig,
+    LimitsConfig,
+    MqttConfig,
+    TlsConfig,
+    VoiceConfig,
+    check_topic_part,
+)
+
+__all__ = [
+    "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
+    "FrontendConfig", "LimitsConfig", "MqttConfig", "TlsConfig", "VoiceConfig",
+    "check_topic_part", "load_config", "parse_config",
+]

@@ -1,0 +1,232 @@
+"""One synthesis scheduler for every source: workers run the inferences, best priority first, one
+step at a time, and hand the audio out as streams.
+
+    a source's thread (MQTT announcer, warm, ...)    scheduler workers ("edged-synth-N")
+    stream = submit(steps, rank, source)        ──►  pick the best runnable stream: rank, then age
+    for chunk in stream: play / publish         ◄──  next(steps): one encoder run and window, or one
+    stream.close()  (early: dropped, no wait)        more window; up to `depth` chunks ahead
+
+- A step is one decoder window of a prepared voice (one piece of an unprepared one), so a critical
+  announcement waits for at most one step of other work before a worker takes it up.
+- Per source, at most `max_streams` streams are open at once; one more is refused at once with
+  `Busy` (a source that queues, like MQTT's announcement queue, does so in front of this). A
+  stream holds its slot until it ends or its consumer closes it.
+- A stream its consumer closes is dropped at its next step: close() never waits for inference.
+- Workers: ONNX Runtime runs each inference on `voice.threads` cores, so one worker per that many
+  cores, and at most one per 200 MB of `limits.memory_mb` (each running inference holds one
+  decoder window's activations, and a second voice may be loaded): on 2 cores, one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Iterator, Mapping
+from typing import Final
+
+from ..audio import Audio
+
+_LOGGER = logging.getLogger(__name__)
+_MB_PER_WORKER: Final = 200
+DEPTH: Final = 2
+"""Chunks a stream is synthesized ahead of its consumer: playback and inference overlap, and a
+chunk is at most one window (~1.1 s of audio, 50 KB)."""
+
+
+class Busy(Exception):
+    """A source has as many streams open as it may; the message says which and how many."""
+
+
+class SchedulerStopped(Exception):
+    """The daemon is stopping: the stream will get no more audio."""
+
+
+def auto_workers(cpu_count: int, threads_per_inference: int, memory_mb: int) -> int:
+    by_cores = cpu_count // max(1, threads_per_inference)
+    return max(1, min(by_cores, memory_mb // _MB_PER_WORKER))
+
+
+class AudioStream(Iterator[Audio]):
+    """The audio of one submission, in order, as the workers make it. Close it when done early."""
+
+    def __init__(self, scheduler: Scheduler, steps: Iterator[Audio], rank: int, source: str,
+                 seq: int) -> None:
+        self._scheduler = scheduler
+        self.steps = steps
+        self.rank = rank
+        self.source = source
+        self.seq = seq
+        self.items: deque[Audio] = deque()
+        self.running = False
+        self.ended = False
+        self.closed = False
+        self.error: BaseException | None = None
+        self.counted = True
+        """Holds one of its source's `max_streams` slots (until it ends or is closed)."""
+        self.work_s = 0.0
+        """Worker time spent on this stream's steps: its synthesis time."""
+
+    def __next__(self) -> Audio:
+        return self._scheduler.take(self)
+
+    def close(self) -> None:
+        self._scheduler.drop(self)
+
+    def __enter__(self) -> AudioStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Scheduler:
+    """Thread-safe. `start`, `submit` from any thread, `stop` at the end."""
+
+    def __init__(self, workers: int, max_streams: Mapping[str, int], depth: int = DEPTH) -> None:
+        self.workers = workers
+        self._limits = dict(max_streams)
+        self._depth = depth
+        self._cond = threading.Condition()
+        self._streams: list[AudioStream] = []
+        self._open: Counter[str] = Counter()
+        self._seq = 0
+        self._stopping = False
+        self._threads = [threading.Thread(target=self._work, name=f"edged-synth-{i}", daemon=True)
+                         for i in range(workers)]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+        _LOGGER.info("Synthesis scheduler: %d worker(s); streams per source: %s", self.workers,
+                     ", ".join(f"{k} {v}" for k, v in self._limits.items()))
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """End every open stream (its consumer gets SchedulerStopped) and the workers."""
+        with self._cond:
+            self._stopping = True
+            for stream in list(self._streams):
+                self._end(stream, SchedulerStopped("the synthesis scheduler stopped"))
+            self._cond.notify_all()
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(timeout_s)
+
+    def submit(self, steps: Iterator[Audio], *, rank: int, source: str) -> AudioStream:
+        """A stream of what `steps` yields, made by the workers; Busy when `source` is at its
+        limit, KeyError for a source that was not declared."""
+        with self._cond:
+            limit = self._limits[source]
+            if self._stopping:
+                raise SchedulerStopped("the synthesis scheduler stopped")
+            if self._open[source] >= limit:
+                raise Busy(f"busy: {source} already has {self._open[source]} synthesis "
+                           f"stream(s) running, its limit")
+            self._seq += 1
+            stream = AudioStream(self, steps, rank, source, self._seq)
+            self._streams.append(stream)
+            self._open[source] += 1
+            self._cond.notify_all()
+            return stream
+
+    def open_streams(self) -> dict[str, int]:
+        with self._cond:
+            return {source: self._open[source] for source in self._limits}
+
+    # -- consumers ---------------------------------------------------------------------------
+
+    def take(self, stream: AudioStream) -> Audio:
+        with self._cond:
+            while not stream.items and not stream.ended:
+                self._cond.wait()
+            if stream.items:
+                item = stream.items.popleft()
+                self._cond.notify_all()  # room for one more: a worker may go on
+                return item
+            if stream.error is not None and not stream.closed:
+                raise stream.error
+            raise StopIteration
+
+    def drop(self, stream: AudioStream) -> None:
+        with self._cond:
+            if stream.closed:
+                return
+            stream.closed = True
+            stream.items.clear()
+            self._release(stream)  # the source may open another now, whatever the worker does
+            self._cond.notify_all()
+            if stream.ended or stream.running:
+                return  # a worker that is stepping it ends it after the step
+            stream.running = True  # claimed: no worker picks it up now
+        _close(stream.steps)  # not running, so no worker is inside the generator
+        with self._cond:
+            stream.running = False
+            self._end(stream, None)
+            self._cond.notify_all()
+
+    # -- workers -----------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopping and (stream := self._next()) is None:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                stream.running = True
+            self._step(stream)
+
+    def _next(self) -> AudioStream | None:
+        """The best stream with room ahead (lock held); None: nothing to do now."""
+        runnable = [s for s in self._streams
+                    if not s.running and not s.ended and len(s.items) < self._depth]
+        return min(runnable, key=lambda s: (s.rank, s.seq), default=None)
+
+    def _step(self, stream: AudioStream) -> None:
+        started = time.monotonic()
+        error: BaseException | None = None
+        item: Audio | None = None
+        try:
+            item = next(stream.steps)
+        except StopIteration:
+            pass
+        except Exception as err:  # handed to the consumer, raised there
+            error = err
+        elapsed = time.monotonic() - started
+        with self._cond:
+            stream.running = False
+            stream.work_s += elapsed
+            closed = stream.closed
+            if item is None:
+                self._end(stream, error)
+            elif not closed:
+                stream.items.append(item)
+            self._cond.notify_all()
+        if closed and item is not None:  # the consumer left during the step: drop it now
+            _close(stream.steps)
+            with self._cond:
+                self._end(stream, None)
+                self._cond.notify_all()
+
+    def _end(self, stream: AudioStream, error: BaseException | None) -> None:
+        """No more steps for `stream` (lock held); its slot is free again."""
+        if stream.ended:
+            return
+        stream.ended = True
+        stream.error = error
+        self._streams.remove(stream)
+        self._release(stream)
+
+    def _release(self, stream: AudioStream) -> None:
+        """Give the stream's slot back to its source, once (lock held)."""
+        if stream.counted:
+            stream.counted = False
+            self._open[stream.source] -= 1
+
+
+def _close(steps: Iterator[Audio]) -> None:
+    """End a generator where it stands (its `finally` runs; a voice's stream keeps nothing)."""
+    close = getattr(steps, "close", None)
+    if close is not None:
+        close()

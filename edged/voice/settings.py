@@ -1,0 +1,40 @@
+"""Per-request synthesis settings, and the one place where a request's overrides meet the config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from .piper import Voice
+
+
+@dataclass(frozen=True)
+class SynthesisSettings:
+    """Everything per request that changes the audio."""
+
+    speaker_id: int | None
+    length_scale: float
+    noise_scale: float
+    noise_w: float
+
+    def cache_fields(self) -> dict[str, Any]:
+        return {
+            "speaker_id": self.speaker_id,
+            "length_scale": round(self.length_scale, 6),
+            "noise_scale": round(self.noise_scale, 6),
+            "noise_w": round(self.noise_w, 6),
+        }
+
+
+def default_settings(config: Config, voice: Voice, *, speaker: str | int | None = None,
+                     speed: float | None = None) -> SynthesisSettings:
+    """The config's speaker/speed/noise applied to `voice`; a request's speaker or speed,
+    when given, wins over the config's. VoiceError for a speaker the voice does not have."""
+    return voice.settings(
+        speaker=speaker if speaker is not None else config.voice.speaker,
+        speed=speed if speed is not None else config.voice.speed,
+        noise_scale=config.voice.noise_scale,
+        noise_w=config.voice.noise_w,
+    )

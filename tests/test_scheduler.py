@@ -1,0 +1,173 @@
+"""The synthesis scheduler: workers make each stream's steps ahead of its consumer, bounded, best
+priority first at every step, within per-source limits, and a dropped stream costs no waiting.
+
+The steps here are plain generators standing in for a voice's (one step = one decoder window):
+what is under test is the scheduling, and a real voice's timing would only blur it. Voices go
+through the scheduler for real in test_voice.py and every daemon test.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from edged.audio import Audio
+from edged.synthesis import Busy, Scheduler, SchedulerStopped, auto_workers
+
+_TIMEOUT_S = 10.0
+
+
+def _chunk(value: int) -> Audio:
+    return Audio(np.full(4, value, dtype=np.int16), 16000)
+
+
+@pytest.fixture
+def scheduler() -> Iterator[Scheduler]:
+    s = Scheduler(1, {"a": 2, "b": 1}, depth=3)
+    s.start()
+    yield s
+    s.stop()
+
+
+def test_chunks_come_in_order_and_a_failing_step_reaches_the_consumer(scheduler: Scheduler) -> None:
+    """An inference error is raised where the audio is consumed, after what came before it."""
+    def steps() -> Iterator[Audio]:
+        yield from (_chunk(i) for i in range(5))
+        raise ValueError("inference failed")
+
+    got = []
+    with pytest.raises(ValueError, match="inference failed"):
+        for chunk in scheduler.submit(steps(), rank=2, source="a"):
+            got.append(int(chunk.samples[0]))
+    assert got == [0, 1, 2, 3, 4]
+
+
+def test_workers_stay_at_most_depth_chunks_ahead(scheduler: Scheduler) -> None:
+    """Synthesis runs ahead of playback, but only `depth` chunks: memory stays bounded."""
+    made: list[int] = []
+    room = threading.Condition()
+
+    def steps() -> Iterator[Audio]:
+        for i in range(20):
+            with room:
+                made.append(i)
+                room.notify_all()
+            yield _chunk(i)
+
+    stream = scheduler.submit(steps(), rank=2, source="a")
+    assert int(next(stream).samples[0]) == 0
+    with room:  # the worker fills the buffer (3 ahead), then must wait for the consumer
+        assert room.wait_for(lambda: len(made) >= 4, timeout=_TIMEOUT_S)
+        # With the buffer full, making one more item would notify `room`.
+        assert not room.wait_for(lambda: len(made) > 1 + 3, timeout=0.3)
+    assert [int(c.samples[0]) for c in stream] == list(range(1, 20))
+
+
+def test_closing_early_does_not_wait_for_the_step_being_made(scheduler: Scheduler) -> None:
+    """A skipped announcement must not wait for the inference still running, and the stream is
+    dropped at its next step: no more work is spent on it."""
+    release, busy, dropped = threading.Event(), threading.Event(), threading.Event()
+    went_on = threading.Event()
+
+    def steps() -> Iterator[Audio]:
+        try:
+            yield _chunk(1)
+            busy.set()
+            release.wait(_TIMEOUT_S)  # a long inference
+            yield _chunk(2)
+            went_on.set()
+            yield _chunk(3)
+        except GeneratorExit:
+            dropped.set()
+            raise
+
+    stream = scheduler.submit(steps(), rank=2, source="a")
+    assert int(next(stream).samples[0]) == 1
+    assert busy.wait(_TIMEOUT_S)
+    closer = threading.Thread(target=stream.close)
+    closer.start()
+    closer.join(_TIMEOUT_S)  # returns although the step it interrupts is still blocked
+    assert not closer.is_alive()
+    release.set()
+    assert dropped.wait(_TIMEOUT_S) and not went_on.is_set()
+    assert scheduler.open_streams()["a"] == 0
+
+
+def test_a_critical_stream_goes_first_at_the_next_step(scheduler: Scheduler) -> None:
+    """With one worker busy on a normal announcement's window, a critical one submitted now is
+    synthesized before that announcement's next window: it waits for one step at most."""
+    log: list[str] = []
+    in_step, release = threading.Event(), threading.Event()
+
+    def normal() -> Iterator[Audio]:
+        for i in range(3):
+            log.append(f"normal{i}")
+            if i == 0:
+                in_step.set()
+                release.wait(_TIMEOUT_S)
+            yield _chunk(i)
+
+    def critical() -> Iterator[Audio]:
+        for i in range(2):
+            log.append(f"critical{i}")
+            yield _chunk(10 + i)
+
+    slow = scheduler.submit(normal(), rank=2, source="a")
+    assert in_step.wait(_TIMEOUT_S)
+    urgent = scheduler.submit(critical(), rank=0, source="b")
+    release.set()
+    assert [int(c.samples[0]) for c in urgent] == [10, 11]
+    assert [int(c.samples[0]) for c in slow] == [0, 1, 2]
+    assert log == ["normal0", "critical0", "critical1", "normal1", "normal2"]
+
+
+def test_each_source_is_bounded_on_its_own(scheduler: Scheduler) -> None:
+    """A source at its limit gets Busy at once; another source is not affected; a stream that
+    ends frees its slot."""
+    first = scheduler.submit(iter([_chunk(1)]), rank=2, source="b")
+    with pytest.raises(Busy, match="b already has 1 synthesis stream"):
+        scheduler.submit(iter([_chunk(2)]), rank=2, source="b")
+    other = scheduler.submit(iter([_chunk(3)]), rank=2, source="a")
+    assert [int(c.samples[0]) for c in first] == [1]
+    again = scheduler.submit(iter([_chunk(4)]), rank=2, source="b")
+    assert [int(c.samples[0]) for c in again] == [4]
+    assert [int(c.samples[0]) for c in other] == [3]
+
+
+def test_stopping_ends_every_open_stream_for_its_consumer() -> None:
+    """At shutdown a consumer waiting for audio is told, not left hanging."""
+    scheduler = Scheduler(1, {"a": 1})
+    release = threading.Event()
+
+    def steps() -> Iterator[Audio]:
+        yield _chunk(1)
+        release.wait(_TIMEOUT_S)
+        yield _chunk(2)
+
+    scheduler.start()
+    stream = scheduler.submit(steps(), rank=2, source="a")
+    assert int(next(stream).samples[0]) == 1
+    stopper = threading.Thread(target=scheduler.stop)
+    stopper.start()
+    with pytest.raises(SchedulerStopped):
+        list(stream)
+    release.set()
+    stopper.join(_TIMEOUT_S)
+    with pytest.raises(SchedulerStopped):
+        scheduler.submit(iter([]), rank=2, source="a")
+
+
+@pytest.mark.parametrize(("cores", "threads", "memory_mb", "workers"), [
+    (2, 2, 400, 1),    # this machine: one inference uses both cores
+    (4, 2, 400, 2),    # a Pi 4
+    (4, 1, 400, 2),    # one thread each, but the memory budget allows two
+    (4, 2, 150, 1),    # a Pi Zero 2 W budget: one
+    (1, 2, 4000, 1),   # never none
+])
+def test_workers_follow_cores_and_memory(cores: int, threads: int, memory_mb: int,
+                                         workers: int) -> None:
+    """One worker per `voice.threads` cores, at most one per 200 MB of the budget, at least one."""
+    assert auto_workers(cores, threads, memory_mb) == workers
