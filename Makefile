@@ -5,7 +5,7 @@ CONFIG ?= config/edged.yaml
 APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv systemd util-linux
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install run test bench lint clean
+.PHONY: install run test test-long bench lint clean
 
 # System packages: install only what is missing (apt-get update only when needed).
 .deps-apt: Makefile
@@ -33,8 +33,14 @@ run: install
 	  echo "edged: no sound card here, so announcements are published as WAV on MQTT (<prefix>/audio/<id>)"; fi; \
 	exec $(VENV)/bin/edged run --config $(CONFIG) --private-broker-if-needed $$out
 
-test: install
-	$(VENV)/bin/pytest
+# Lint and types first (seconds), then the suite (about 5 minutes on 2 cores). Long suites
+# (soaks, large fuzz runs, emulated arm64, a real Home Assistant) are marked `long` and run in
+# `make test-long` only.
+test: install lint
+	$(VENV)/bin/pytest -m "not long"
+
+test-long: install
+	$(VENV)/bin/pytest -m long
 
 bench: install
 	$(PY) -m pip install -q -e '.[test,bench]'
@@ -45,6 +51,7 @@ bench: install
 
 lint: install
 	$(VENV)/bin/ruff check edged tests bench
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) .deps-apt build *.egg-info

@@ -18,7 +18,7 @@ import tempfile
 import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from .config import Config, ConfigError
 from .playback.chimes import load_chime
@@ -56,8 +56,10 @@ def ensure_ready(config: Config) -> None:
         raise ConfigError(problems[0] + more)
 
 
-def config_paths(config: Any, prefix: str = "") -> Iterator[tuple[str, str, Path]]:
+def config_paths(config: object, prefix: str = "") -> Iterator[tuple[str, str, Path]]:
     """(key, kind, path) for every path the config names, walking every section."""
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        return
     hints = typing.get_type_hints(type(config))
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 # The test passes the venv's site-packages: this interpreter may be the system Python because
@@ -51,7 +52,7 @@ def watchdog_mode(notifier: Notifier) -> None:
 def stack_mode(notifier: Notifier) -> None:
     results: dict[str, object] = {}
 
-    def attempt(name: str, fn) -> None:  # noqa: ANN001
+    def attempt(name: str, fn: Callable[[], object]) -> None:
         # A C library may abort() the process (PortAudio does on a broken ALSA setup): the
         # log's last line then names the step that did it.
         print(f"stand-in: {name}", file=sys.stderr, flush=True)

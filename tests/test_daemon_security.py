@@ -9,6 +9,7 @@ import signal
 import subprocess
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Broker, free_port
@@ -26,7 +27,7 @@ def _name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
-def _issue(ca_key, ca_name, cn: str, usage, san=None):  # noqa: ANN001, ANN202
+def _issue(ca_key: Any, ca_name: Any, cn: str, usage: Any, san: Any = None) -> Any:
     now = dt.datetime.now(dt.UTC)
     key = ec.generate_private_key(ec.SECP256R1())
     builder = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(ca_name)

@@ -20,6 +20,7 @@ import time
 import wave
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import alsa_sink
 import numpy as np
@@ -28,7 +29,7 @@ import soxr
 
 from edged.audio import Audio
 from edged.config import AudioConfig, ChimesConfig, ConfigError
-from edged.playback import Player, PlayerError
+from edged.playback import PlaybackReport, Player, PlayerError
 from edged.playback.devices import Device
 
 RATE = 22050
@@ -87,7 +88,7 @@ def _faded(samples: np.ndarray, n: int, *, end: bool = True) -> np.ndarray:
     return out
 
 
-def _frames(report, rate: int = RATE) -> int:  # noqa: ANN001
+def _frames(report: PlaybackReport, rate: int = RATE) -> int:
     """Samples the player says it wrote (duration_s is frames / rate, so this is exact)."""
     return round(report.duration_s * rate)
 
@@ -132,7 +133,7 @@ def _match(y: np.ndarray, expected: np.ndarray, tol: int = 0) -> tuple[int, int,
         j += s
 
 
-def _assert_played(y: np.ndarray, expected: np.ndarray, report, *, voice_at: int,  # noqa: ANN001
+def _assert_played(y: np.ndarray, expected: np.ndarray, report: PlaybackReport, *, voice_at: int,
                    tol: int = 0, rate: int = RATE) -> list[tuple[int, int]]:
     """y is exactly `expected` (within tol) plus the silence the player reports: wait_ms at
     the start of the voice (`voice_at`, an index in `expected`), underrun_ms in report.underruns
@@ -162,7 +163,7 @@ def _wait_until(predicate: Callable[[], bool], what: str) -> None:
         tick.wait(0.005)
 
 
-def _play(config: AudioConfig, chunks: list[Audio], **kwargs: object):  # noqa: ANN202
+def _play(config: AudioConfig, chunks: list[Audio], **kwargs: Any) -> PlaybackReport:
     player = Player(config)
     try:
         return player.play(iter(chunks), **kwargs)
@@ -232,7 +233,7 @@ def test_chime_per_priority_plays_before_the_voice_at_target_level(tmp_path, mon
     finally:
         player.close()
 
-    def bridged(r) -> float:  # noqa: ANN001 - silence the player wrote while the caller was late
+    def bridged(r: PlaybackReport) -> float:  # silence written while the caller was late
         return (r.wait_ms + r.underrun_ms) * RATE / 1000
 
     pre, chime_n = int(0.05 * RATE), int(0.2 * RATE)
@@ -338,7 +339,7 @@ def _in_thread(fn: Callable[[], object]) -> tuple[threading.Thread, list]:
     return thread, result
 
 
-def _assert_cut(y: np.ndarray, sound: np.ndarray, report, *, pre: int,  # noqa: ANN001
+def _assert_cut(y: np.ndarray, sound: np.ndarray, report: PlaybackReport, *, pre: int,
                 fade_n: int) -> int:
     """y is one announcement cut short: pre-roll, `sound` faded in and played up to the cut,
     then fade_n samples of it faded out (plus the silence the report accounts for). Returns

@@ -58,7 +58,7 @@ class KeyMemo:
     def __init__(self, size: int = _MEMO_PER_VOICE) -> None:
         self._size = size
         self._lock = threading.Lock()
-        self._memos: weakref.WeakKeyDictionary[Voice, OrderedDict[tuple, str]] = (
+        self._memos: weakref.WeakKeyDictionary[Voice, OrderedDict[tuple[SynthesisSettings, str], str]] = (
             weakref.WeakKeyDictionary()
         )
 

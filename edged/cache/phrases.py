@@ -55,6 +55,8 @@ def expand_phrases(phrases_config: Iterable[Any], max_expansions: int) -> list[s
 
 
 def _parse_item(item: object, key: str) -> tuple[str, dict[str, list[str]]]:
+    text: object
+    raw_slots: object
     if isinstance(item, str):
         text, raw_slots = item, {}
     elif isinstance(item, dict):

@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
+from types import FrameType
 
 from ..config import Config, ConfigError, load_config
 from ..notify import Notifier
@@ -78,7 +78,7 @@ def serve(config: Config) -> bool:
     wake = threading.Event()
     why: list[str] = []
 
-    def on_signal(signum: int, _frame: Any) -> None:
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         why.append("reload" if signum == signal.SIGHUP else "stop")
         wake.set()
 

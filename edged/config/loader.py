@@ -40,7 +40,8 @@ def load_config(path: Path | str) -> Config:
 
 def parse_config(data: object, base_dir: Path) -> Config:
     """Validate a mapping (already parsed YAML) into a Config."""
-    return _build(Config, data, "", base_dir)
+    config: Config = _build(Config, data, "", base_dir)
+    return config
 
 
 def _build(cls: type, data: object, prefix: str, base_dir: Path) -> Any:
@@ -75,7 +76,7 @@ def _convert(tp: Any, value: object, key: str, base_dir: Path, meta: Any) -> Any
             return None
         inner = [a for a in args if a is not type(None)]
         return _convert(inner[0], value, key, base_dir, meta)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _build(tp, value, key + ".", base_dir)
     if origin is Literal:
         if value not in args:

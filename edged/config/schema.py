@@ -32,7 +32,7 @@ def check_topic_part(key: str, value: str) -> None:
         raise ConfigError(f"{key}: must not be empty")
 
 
-def _opt(default: Any, *, min: float | None = None, max: float | None = None) -> Any:  # noqa: A002
+def _opt(default: Any, *, min: float | None = None, max: float | None = None) -> Any:
     return field(default=default, metadata={"min": min, "max": max})
 
 

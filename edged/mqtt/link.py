@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 import paho.mqtt.client as paho
+from paho.mqtt.client import ConnectFlags, DisconnectFlags
 from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from ..config import Config, ConfigError, check_topic_part
@@ -98,7 +100,9 @@ class MqttLink:
         )
         client.suppress_exceptions = True  # backstop: our callbacks catch everything anyway
         client.enable_logger(logging.getLogger("edged.paho"))
-        client.reconnect_delay_set(self._mqtt.reconnect_min_s, self._mqtt.reconnect_max_s)
+        # paho's stub says int; its backoff arithmetic takes float seconds as well.
+        client.reconnect_delay_set(self._mqtt.reconnect_min_s,  # type: ignore[arg-type]
+                                   self._mqtt.reconnect_max_s)  # type: ignore[arg-type]
         client.max_queued_messages_set(self._mqtt.max_offline_messages)
         client.will_set(self.topics.availability, b"offline", qos=1, retain=True)
         if self._mqtt.username:
@@ -112,7 +116,7 @@ class MqttLink:
         client.on_subscribe = self._on_subscribe
         client.on_socket_open = _no_delay
         self._client = client
-        self._connect_props = Properties(PacketTypes.CONNECT)
+        self._connect_props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
         self._connect_props.SessionExpiryInterval = self._mqtt.session_expiry_s
         self._connect_props.ReceiveMaximum = receive_maximum
 
@@ -199,7 +203,8 @@ class MqttLink:
 
     # -- paho callbacks (network thread) ---------------------------------------------------
 
-    def _on_connect(self, client: paho.Client, _u: Any, flags: Any, rc: Any, props: Any) -> None:
+    def _on_connect(self, client: paho.Client, _u: Any, flags: ConnectFlags, rc: ReasonCode,
+                    props: Properties | None) -> None:
         try:
             if rc.is_failure:
                 self._log_once(f"The broker refused the connection: {rc} (check mqtt.username, "
@@ -230,7 +235,8 @@ class MqttLink:
         except Exception:
             _LOGGER.exception("Error in on_connect_fail")
 
-    def _on_disconnect(self, _c: paho.Client, _u: Any, _f: Any, rc: Any, _p: Any) -> None:
+    def _on_disconnect(self, _c: paho.Client, _u: Any, _f: DisconnectFlags, rc: ReasonCode,
+                       _p: Properties | None) -> None:
         self.connected.clear()
         if self._stopping:
             return
@@ -241,12 +247,14 @@ class MqttLink:
         else:
             _LOGGER.warning("Disconnected from the broker (%s); reconnecting", rc)
 
-    def _on_subscribe(self, _c: paho.Client, _u: Any, _mid: int, codes: Any, _p: Any) -> None:
+    def _on_subscribe(self, _c: paho.Client, _u: Any, _mid: int, codes: list[ReasonCode],
+                      _p: Properties) -> None:
         for code in codes:
             if code.is_failure:
                 _LOGGER.error("The broker refused a subscription: %s", code)
 
-    def _on_publish(self, _c: paho.Client, _u: Any, mid: int, rc: Any, _p: Any) -> None:
+    def _on_publish(self, _c: paho.Client, _u: Any, mid: int, rc: ReasonCode,
+                    _p: Properties) -> None:
         with self._lock:
             topic, size = self._pending.pop(mid, ("?", -1))
             if size < 0:
@@ -262,9 +270,9 @@ class MqttLink:
             if self.handler is None:  # not started by a daemon: nothing can answer it
                 self.ack(ticket)
             elif msg.topic == self.topics.say:
-                self.handler.on_say(msg.payload, ticket)
+                self.handler.on_say(bytes(msg.payload), ticket)
             elif msg.topic == self.topics.control:
-                self.handler.on_control(msg.payload, ticket)
+                self.handler.on_control(bytes(msg.payload), ticket)
             else:  # a subscription left over from an older config in the same session
                 self.ack(ticket)
         except Exception:
@@ -278,7 +286,7 @@ class MqttLink:
             _LOGGER.error(message)
 
 
-def _no_delay(_client: paho.Client, _u: Any, sock: Any) -> None:
+def _no_delay(_client: paho.Client, _u: Any, sock: socket.socket | Any) -> None:
     # paho leaves Nagle's algorithm on: an event written right after another one would wait
     # for the broker's delayed ACK (40 ms on Linux) before leaving.
     with contextlib.suppress(OSError, AttributeError):

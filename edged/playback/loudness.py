@@ -34,7 +34,7 @@ _LIMITER_HALF_S: Final = 0.005
 
 
 def db_to_amplitude(db: float) -> float:
-    return 10.0 ** (db / 20.0)
+    return float(10.0 ** (db / 20.0))
 
 
 def gated_rms_db(samples: np.ndarray, rate_hz: int) -> float | None:
@@ -64,7 +64,8 @@ def limit(samples: np.ndarray, peak: float, rate_hz: int) -> np.ndarray:
     need = np.minimum(1.0, peak / np.maximum(magnitude, 1e-12)).astype(np.float32)
     half = max(1, int(rate_hz * _LIMITER_HALF_S))
     gain = _moving_average(_running_min(need, 2 * half + 1), 2 * half + 1)
-    return np.clip(samples * gain, -peak, peak)
+    limited: np.ndarray = np.clip(samples * gain, -peak, peak)
+    return limited
 
 
 def _running_min(x: np.ndarray, width: int) -> np.ndarray:

@@ -43,14 +43,17 @@ class Resampler:
         stream, self._stream, self._in_rate = self._stream, None, None
         if stream is None:
             return np.zeros(0, dtype=np.float32)
-        return stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True)
+        tail: np.ndarray = stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True)
+        return tail
 
 
 def resample(samples: np.ndarray, in_rate: int, out_rate: int) -> np.ndarray:
     """One-shot conversion of float32 samples (used for chimes)."""
     if in_rate == out_rate:
         return samples.astype(np.float32, copy=False)
-    return soxr.resample(samples.astype(np.float32), in_rate, out_rate, quality=QUALITY)
+    converted: np.ndarray = soxr.resample(samples.astype(np.float32), in_rate, out_rate,
+                                          quality=QUALITY)
+    return converted
 
 
 def _join(parts: list[np.ndarray]) -> np.ndarray:

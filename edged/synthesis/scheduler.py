@@ -170,9 +170,11 @@ class Scheduler:
     def _work(self) -> None:
         while True:
             with self._cond:
-                while not self._stopping and (stream := self._next()) is None:
+                stream = self._next()
+                while not self._stopping and stream is None:
                     self._cond.wait()
-                if self._stopping:
+                    stream = self._next()
+                if self._stopping or stream is None:
                     return
                 stream.running = True
             self._step(stream)

@@ -39,7 +39,7 @@ def file_sha256(path: Path, memo_file: Path | None = None) -> str:
     remembered = _load(memo_file)
     cached = remembered.get(resolved)
     if isinstance(cached, dict) and cached.get("stat") == stamp and isinstance(cached.get("sha256"), str):
-        digest = cached["sha256"]
+        digest = str(cached["sha256"])
     else:
         sha = hashlib.sha256()
         with path.open("rb") as f:

@@ -198,7 +198,7 @@ class Voice:
         yield Audio(samples, self.rate_hz)
 
     def _feeds(self, ids: list[int], settings: SynthesisSettings) -> dict[str, np.ndarray]:
-        feeds = {
+        feeds: dict[str, np.ndarray] = {
             "input": np.array([ids], dtype=np.int64),
             "input_lengths": np.array([len(ids)], dtype=np.int64),
             "scales": np.array(

@@ -136,7 +136,7 @@ def _probe_feeds(onnx_path: Path, inputs: set[str]) -> dict[str, np.ndarray]:
         if phoneme in id_map:
             ids += [id_map[phoneme][0], *id_map.get("_", [0])[:1]]
     ids.append(id_map.get("$", [0])[0])
-    feeds = {"input": np.array([ids], dtype=np.int64),
+    feeds: dict[str, np.ndarray] = {"input": np.array([ids], dtype=np.int64),
              "input_lengths": np.array([len(ids)], dtype=np.int64),
              "scales": np.array([0.0, 1.0, 0.0], dtype=np.float32)}  # no noise: repeatable
     if "sid" in inputs:

@@ -107,7 +107,7 @@ def _find_latent(nodes: Iterable[onnx.NodeProto], producer: dict[str, onnx.NodeP
         while node is not None and node.op_type in _PASS_THROUGH_OPS:
             name = node.input[0]
             node = producer.get(name)
-        return name
+        return str(name)
     raise NotSplittable(f"the first decoder node {first.name} has no variable input")
 
 
