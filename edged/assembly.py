@@ -24,6 +24,7 @@ from .config import Config
 from .daemon import Daemon
 from .donelog import DoneLog
 from .mqtt import MqttLink
+from .net import NetLoop, Server
 from .playback import Player, PlayerError
 from .synthesis import Scheduler, SchedulerStopped, Speech, auto_workers
 from .voice import Voice, VoicePool, default_settings, inference_threads, load_voice
@@ -46,14 +47,20 @@ class App:
     speech: Speech
     player: Player | None
     phrases: list[str]
+    net: NetLoop | None = None
+    """The network servers' loop, when any server is configured."""
 
     def start(self) -> None:
         self.speech.scheduler.start()
         self.daemon.start()
+        if self.net is not None:
+            self.net.start()
         if self.phrases:
             threading.Thread(target=self._warm, name="edged-warm", daemon=True).start()
 
     def stop(self) -> None:
+        if self.net is not None:
+            self.net.stop()  # first: no new network requests while the rest winds down
         self.daemon.stop()
         self.speech.scheduler.stop()
         if self.player is not None:
@@ -88,7 +95,8 @@ def assemble(config: Config, status: Callable[[str], None]) -> App:
     done = DoneLog(config.mqtt.state_dir / "done.jsonl", window_s=config.mqtt.session_expiry_s)
     link = MqttLink(config, receive_maximum=config.limits.queue + 2)
     daemon = Daemon(config, speech=speech, done=done, player=player, link=link, status=status)
-    return App(config, daemon, speech, player, phrases)
+    servers: list[Server] = []  # the network servers (Wyoming, HTTP) join here
+    return App(config, daemon, speech, player, phrases, NetLoop(servers) if servers else None)
 
 
 def _warmed_up(config: Config, voice: Voice) -> Voice:

@@ -1,0 +1,109 @@
+"""The one asyncio event loop of the network servers (Wyoming, HTTP), in its own thread.
+
+    main thread: NetLoop.start() ─► thread "edged-net": loop.run_forever()
+                                      servers accept, parse, answer; anything that blocks
+                                      (a voice load, a cache read from disk, waiting for the
+                                      next chunk from the synthesis scheduler) goes to the
+                                      loop's executor with `run_blocking`: never inference
+                                      on the loop, never a blocking call in a coroutine.
+    main thread: NetLoop.stop()  ─► each server's stop(), pending tasks cancelled, loop closed
+
+The core (paho, the announcer, the scheduler's workers) stays on threads; the servers hand work
+to the same scheduler and voice pool as MQTT does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Final, Protocol, TypeVar
+
+_LOGGER = logging.getLogger(__name__)
+T = TypeVar("T")
+_EXECUTOR_THREADS: Final = 8
+"""Threads for blocking calls made on behalf of the servers: each waits (for a chunk, a file),
+none computes; more connections than this queue up for a thread instead of adding threads."""
+
+
+class Server(Protocol):
+    """A network server on the loop: started and stopped there."""
+
+    name: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class NetLoop:
+    """Owns the loop thread; `start` and `stop` from the main thread."""
+
+    def __init__(self, servers: list[Server]) -> None:
+        self._servers = servers
+        self.loop = asyncio.new_event_loop()
+        self._executor = concurrent.futures.ThreadPoolExecutor(_EXECUTOR_THREADS,
+                                                               thread_name_prefix="edged-net-io")
+        self.loop.set_default_executor(self._executor)
+        self._thread = threading.Thread(target=self._run, name="edged-net", daemon=True)
+        self._started: list[str] = []
+
+    def start(self, timeout_s: float = 30.0) -> list[str]:
+        """Run the loop and start every server; the names of those that started. A server that
+        fails to start raises here (the caller decides whether that is fatal)."""
+        self._thread.start()
+        for server in self._servers:
+            self.call(server.start(), timeout_s)
+            self._started.append(server.name)
+        return list(self._started)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        if not self._thread.is_alive():
+            return
+        try:
+            self.call(self._shutdown(), timeout_s)
+        except Exception:  # stopping must go on: the daemon is exiting
+            _LOGGER.exception("Stopping the network servers failed")
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout_s)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def call(self, coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
+        """Run a coroutine on the loop from another thread and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout_s)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.close()
+
+    async def _shutdown(self) -> None:
+        for server in reversed(self._servers):
+            if server.name in self._started:
+                try:
+                    await server.stop()
+                except Exception:
+                    _LOGGER.exception("Stopping %s failed", server.name)
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def run_blocking(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` on the loop's executor: for anything that may block (see the docstring)."""
+    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+
+def spawn(awaitable: Awaitable[Any]) -> None:
+    """Keep a reference to a fire-and-forget task until it is done (asyncio keeps only weak ones)."""
+    task = asyncio.ensure_future(awaitable)
+    _TASKS.add(task)
+    task.add_done_callback(_TASKS.discard)
+
+
+_TASKS: Final[set[asyncio.Future[Any]]] = set()
