@@ -1,4 +1,4 @@
-"""The bounded priority queue between the MQTT thread and the speaker thread.
+"""The bounded priority queue between the MQTT thread and the announcer thread.
 
 Best rank first (0 = critical), first come first served within a rank. When the queue is full
 a better-ranked newcomer displaces the worst, newest waiting item (an alarm must never be

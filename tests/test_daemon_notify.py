@@ -176,7 +176,7 @@ def test_lifecycle_status_ready_watchdog_reload_stop(tmp_path: Path, broker: Bro
 def test_watchdog_pings_stop_while_the_worker_hangs(tmp_path: Path, broker: Broker,
                                                     unique_prefix: str, default_voice_path: Path,
                                                     notify: NotifyListener) -> None:
-    """Protects the point of the watchdog: while one inference keeps the speaker thread from
+    """Protects the point of the watchdog: while one inference keeps the announcer thread from
     beating for longer than limits.heartbeat_max_age_s, no WATCHDOG=1 is sent (so systemd
     would restart edged), and pings resume once the worker is healthy again.
 

@@ -1,8 +1,8 @@
 """Local playback: one player thread owning one PortAudio output stream.
 
-    caller (daemon's speaker thread)                player thread ("edged-player")
+    caller (daemon's announcer thread)              player thread ("edged-player")
     play(chunks): for chunk in chunks:              opens the device, then per announcement:
-      (the voice synthesizes inside next())          start -> write blocks -> stop (drain)
+      (next() waits for the scheduler's chunks)     start -> write blocks -> stop (drain)
       resample -> level -> fade -> volume ──push──►  paced to `buffer_ms` ahead of the speaker;
     blocks until the session is done                 bridges a late chunk with silence
 
