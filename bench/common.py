@@ -26,7 +26,8 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
 REPO_DIR = BENCH_DIR.parent
-SHARED_DIR = REPO_DIR.parent / "shared"
+CORPUS_DIR = REPO_DIR / "tests" / "data" / "corpus"
+"""The announcement corpus (the tests' copy of the team's corpus)."""
 
 
 # ----------------------------------------------------------------------- machine

@@ -35,11 +35,11 @@ import yaml
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import REPO_DIR, SHARED_DIR, free_port, machine_info, summary, table, write_result  # noqa: E402
+from common import CORPUS_DIR, REPO_DIR, free_port, machine_info, summary, table, write_result  # noqa: E402
 
 REPS = 9
 PHRASE = "The front door is open."
-CORPUS = SHARED_DIR / "corpus" / "announcements_en.txt"
+CORPUS = CORPUS_DIR / "announcements_en.txt"
 PIPER_RSS_GOAL_RATIO = 0.5
 READY_GOAL_S = 1.0
 _TIMEOUT_S = 60.0

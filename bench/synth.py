@@ -26,9 +26,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
+    CORPUS_DIR,
     REPO_DIR,
     RESULTS_DIR,
-    SHARED_DIR,
     machine_info,
     ratio,
     run_worker,
@@ -37,7 +37,7 @@ from common import (  # noqa: E402
     write_result,
 )
 
-CORPUS = SHARED_DIR / "corpus" / "announcements_en.txt"
+CORPUS = CORPUS_DIR / "announcements_en.txt"
 WORKER = Path(__file__).resolve().parent / "synth_worker.py"
 VOICE = "en_US-joe-medium"
 _ABBREVIATIONS = ("Dr.", "Mr.", "Mrs.", "Ms.", "St.", "No.", "no.", "vs.", "e.g.", "i.e.")
@@ -476,7 +476,7 @@ def main() -> None:
         "machine": machine,
         "voice": {"name": VOICE, **model_info},
         "corpus": {
-            "file": str(CORPUS.relative_to(SHARED_DIR.parent)),
+            "file": str(CORPUS.relative_to(REPO_DIR)),
             "lines": len(texts),
             "multi_sentence_lines": multi,
             "long_line": {"index": long_index, "chars": len(texts[long_index]),

@@ -17,6 +17,8 @@ from collections.abc import Callable
 import sdnotify
 
 _LOGGER = logging.getLogger(__name__)
+_STOPPED = "watchdog: worker hung"
+_RESUMED = "watchdog: worker healthy again"
 
 
 class Notifier:
@@ -76,7 +78,7 @@ class Notifier:
             name="edged-watchdog", daemon=True,
         )
         self._thread.start()
-        _LOGGER.debug("Watchdog: pinging every %.3f s while the heartbeat is < %.1f s old",
+        _LOGGER.info("Watchdog: pinging every %.3f s while the heartbeat is < %.1f s old",
                       interval_s, max_age_s)
         return True
 
@@ -91,14 +93,16 @@ class Notifier:
             if age_s < max_age_s:
                 if stale:
                     _LOGGER.warning("Watchdog: worker heartbeat is fresh again; pings resumed")
+                    self.status(f"{_RESUMED}; watchdog pings resumed")
                     stale = False
                 self._send("WATCHDOG=1")
             elif not stale:
                 stale = True
-                _LOGGER.warning(
-                    "Watchdog: worker heartbeat is %.1f s old (limit %.1f s); stopped pinging "
-                    "so the service manager restarts edged", age_s, max_age_s,
-                )
+                message = (f"worker heartbeat is {age_s:.1f} s old (limit {max_age_s:.1f} s); "
+                           "stopped pinging so the service manager restarts edged")
+                _LOGGER.warning("Watchdog: %s", message)
+                # Also where `systemctl status` shows it: why the watchdog is about to fire.
+                self.status(f"{_STOPPED}: {message}")
             if self._stop.wait(interval_s):
                 return
 

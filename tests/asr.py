@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
-CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 _ASR_RATE = 16000
 
 
 def corpus_lines() -> tuple[list[str], list[str]]:
-    """(texts, spoken references), line for line. CI has ../shared beside the clone."""
+    """(texts, spoken references), line for line."""
     texts = (CORPUS / "announcements_en.txt").read_text().splitlines()
     spoken = (CORPUS / "announcements_en_spoken.txt").read_text().splitlines()
     return [t for t in texts if t.strip()], [s for s in spoken if s.strip()]

@@ -151,7 +151,12 @@ def _vits_graph(multi_speaker: bool, global_norm: bool) -> onnx.ModelProto:
             helper.make_node("Sub", [last, "mean"], ["centred"], name="/dec/Sub"),
         ]
         last = "centred"
-    nodes += [
+    return _vits_model(nodes + _decoder_tail(last), inputs, inits)
+
+
+def _decoder_tail(last: str) -> list[onnx.NodeProto]:
+    """The decoder after its input convolution: upsampling to VITS_HOP samples per frame."""
+    return [
         helper.make_node("LeakyRelu", [last], ["act"], alpha=0.1, name="/dec/LeakyRelu"),
         helper.make_node("ConvTranspose", ["act", "dec.ups.0.weight"], ["up"], strides=[VITS_HOP],
                          pads=[2, 2], name="/dec/ups.0/ConvTranspose"),
@@ -160,6 +165,10 @@ def _vits_graph(multi_speaker: bool, global_norm: bool) -> onnx.ModelProto:
         helper.make_node("Tanh", ["post"], ["wave"], name="/dec/Tanh"),
         helper.make_node("Reshape", ["wave", "out_shape"], ["output"], name="/Reshape_out"),
     ]
+
+
+def _vits_model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
+                inits: list[onnx.TensorProto]) -> onnx.ModelProto:
     output = helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 1, 1, "samples"])
     graph = helper.make_graph(nodes, "tiny_vits_voice", inputs, [output], initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])

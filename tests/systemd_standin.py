@@ -49,6 +49,76 @@ def watchdog_mode(notifier: Notifier) -> None:
     signal.pause()  # the "hung worker": systemd's watchdog ends this
 
 
+# -- what the stack mode probes inside the sandbox --------------------------------------
+
+def _probe_synthesize() -> object:
+    from edged.voice import Voice
+
+    voice = Voice.load(os.environ["EDGED_TEST_VOICE"])
+    audio = voice.synthesize("Test one.")
+    return {"samples": len(audio.samples), "rate": audio.rate_hz}
+
+def _probe_portaudio() -> object:
+    import sounddevice
+
+    return sounddevice.get_portaudio_version()[1]
+
+def _probe_write_in(var: str) -> object:
+    path = os.path.join(os.environ[var], "probe")
+    with open(path, "w") as f:
+        f.write("x")
+    os.unlink(path)
+    return "ok"
+
+def _probe_write_var_lib() -> object:
+    try:  # mkstemp + unlink: nothing is left behind even if the sandbox were missing
+        fd, name = tempfile.mkstemp(dir="/var/lib", prefix=".edged-test-")
+    except OSError as err:
+        return f"refused: {err.strerror}"
+    os.close(fd)
+    os.unlink(name)
+    return "WRITABLE"
+
+def _probe_write_exec_memory() -> object:
+    try:
+        mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    except OSError as err:
+        return f"refused: {err.strerror}"
+    return "ALLOWED"
+
+def _probe_sandbox_status() -> object:
+    lines = Path("/proc/self/status").read_text().splitlines()
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in lines)
+            if k in ("NoNewPrivs", "Seccomp", "CapEff", "CapBnd")}
+
+def _probe_network() -> object:
+    # The MQTT broker: name resolution (AI_ADDRCONFIG asks the kernel over netlink, which
+    # RestrictAddressFamilies= refuses: glibc must cope) and a TCP connection.
+    infos = socket.getaddrinfo("localhost", None, flags=socket.AI_ADDRCONFIG)
+    port = int(os.environ["EDGED_TEST_TCP_PORT"])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(b"edged")
+    return {"resolved": bool(infos), "tcp": "ok"}
+
+def _probe_home_hidden() -> object:
+    return sorted(os.listdir("/root"))
+
+def _probe_checks() -> object:
+    from edged import checks
+    from edged.config import parse_config
+
+    base = os.environ["CONFIGURATION_DIRECTORY"]
+    ok = parse_config({"voice": {"name": os.environ["EDGED_TEST_VOICE"]},
+                       "cache": {"dir": os.environ["CACHE_DIRECTORY"]},
+                       "mqtt": {"state_dir": os.environ["STATE_DIRECTORY"]}}, base_dir=base)
+    # /var/lib is read-only under ProtectSystem=strict (edged must use $CACHE_DIRECTORY).
+    ro = parse_config({"voice": {"name": os.environ["EDGED_TEST_VOICE"]},
+                       "cache": {"dir": "/var/lib/edged-test-cache"},
+                       "mqtt": {"state_dir": os.environ["STATE_DIRECTORY"]}}, base_dir=base)
+    return {"good": checks.run_checks(ok, create_dirs=True),
+            "read_only": checks.run_checks(ro)}
+
+
 def stack_mode(notifier: Notifier) -> None:
     results: dict[str, object] = {}
 
@@ -62,84 +132,17 @@ def stack_mode(notifier: Notifier) -> None:
             results[name] = f"FAIL {type(err).__name__}: {err}"
             traceback.print_exc()
 
-    def synthesize() -> object:
-        from edged.voice import Voice
-
-        voice = Voice.load(os.environ["EDGED_TEST_VOICE"])
-        audio = voice.synthesize("Test one.")
-        return {"samples": len(audio.samples), "rate": audio.rate_hz}
-
-    def portaudio() -> object:
-        import sounddevice
-
-        return sounddevice.get_portaudio_version()[1]
-
-    def write_in(var: str) -> object:
-        path = os.path.join(os.environ[var], "probe")
-        with open(path, "w") as f:
-            f.write("x")
-        os.unlink(path)
-        return "ok"
-
-    def write_var_lib() -> object:
-        try:  # mkstemp + unlink: nothing is left behind even if the sandbox were missing
-            fd, name = tempfile.mkstemp(dir="/var/lib", prefix=".edged-test-")
-        except OSError as err:
-            return f"refused: {err.strerror}"
-        os.close(fd)
-        os.unlink(name)
-        return "WRITABLE"
-
-    def write_exec_memory() -> object:
-        try:
-            mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-        except OSError as err:
-            return f"refused: {err.strerror}"
-        return "ALLOWED"
-
-    def sandbox_status() -> object:
-        lines = Path("/proc/self/status").read_text().splitlines()
-        return {k: v.strip() for k, _, v in (line.partition(":") for line in lines)
-                if k in ("NoNewPrivs", "Seccomp", "CapEff", "CapBnd")}
-
-    def network() -> object:
-        # The MQTT broker: name resolution (AI_ADDRCONFIG asks the kernel over netlink, which
-        # RestrictAddressFamilies= refuses: glibc must cope) and a TCP connection.
-        infos = socket.getaddrinfo("localhost", None, flags=socket.AI_ADDRCONFIG)
-        port = int(os.environ["EDGED_TEST_TCP_PORT"])
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
-            conn.sendall(b"edged")
-        return {"resolved": bool(infos), "tcp": "ok"}
-
-    def home_hidden() -> object:
-        return sorted(os.listdir("/root"))
-
-    def checks() -> object:
-        from edged import checks
-        from edged.config import parse_config
-
-        base = os.environ["CONFIGURATION_DIRECTORY"]
-        ok = parse_config({"voice": {"name": os.environ["EDGED_TEST_VOICE"]},
-                           "cache": {"dir": os.environ["CACHE_DIRECTORY"]},
-                           "mqtt": {"state_dir": os.environ["STATE_DIRECTORY"]}}, base_dir=base)
-        # /var/lib is read-only under ProtectSystem=strict (edged must use $CACHE_DIRECTORY).
-        ro = parse_config({"voice": {"name": os.environ["EDGED_TEST_VOICE"]},
-                           "cache": {"dir": "/var/lib/edged-test-cache"},
-                           "mqtt": {"state_dir": os.environ["STATE_DIRECTORY"]}}, base_dir=base)
-        return {"good": checks.run_checks(ok, create_dirs=True),
-                "read_only": checks.run_checks(ro)}
-
     notifier.status("checking")
-    attempt("synthesize", synthesize)
-    attempt("portaudio", portaudio)
-    attempt("state_dir", lambda: write_in("STATE_DIRECTORY"))
-    attempt("cache_dir", lambda: write_in("CACHE_DIRECTORY"))
-    attempt("var_lib", write_var_lib)
-    attempt("network", network)
-    attempt("home", home_hidden)
-    attempt("write_exec_memory", write_exec_memory)
-    attempt("status", sandbox_status)
-    attempt("checks", checks)
+    attempt("synthesize", _probe_synthesize)
+    attempt("portaudio", _probe_portaudio)
+    attempt("state_dir", lambda: _probe_write_in("STATE_DIRECTORY"))
+    attempt("cache_dir", lambda: _probe_write_in("CACHE_DIRECTORY"))
+    attempt("var_lib", _probe_write_var_lib)
+    attempt("network", _probe_network)
+    attempt("home", _probe_home_hidden)
+    attempt("write_exec_memory", _probe_write_exec_memory)
+    attempt("status", _probe_sandbox_status)
+    attempt("checks", _probe_checks)
     notifier.ready("checked")
     report(event="stack", results=results)
     signal.pause()  # stay active until the test stops the unit (SIGTERM)

@@ -268,7 +268,7 @@ def deployment(workspace: Workspace) -> Play:
     return play
 
 
-def test_syntax_check(workspace: Workspace) -> None:
+def test_playbook_and_role_pass_the_syntax_check(workspace: Workspace) -> None:
     """site.yml and the role parse, with the test inventory and with the example one."""
     for inventory in (workspace.inventory, ANSIBLE_DIR / "inventory/example/hosts.yml"):
         play = _play(workspace, "--syntax-check", inventory=inventory)

@@ -105,7 +105,7 @@ def test_cli_needs_a_file(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------ folders
-def test_unwritable_cache_dir(tmp_path: Path) -> None:
+def test_unwritable_cache_dir_is_named(tmp_path: Path) -> None:
     """cache.dir that is a file, or lies under a file, is reported naming the key and path
     (a path under a regular file is unwritable even for root)."""
     afile = tmp_path / "afile"
@@ -118,7 +118,7 @@ def test_unwritable_cache_dir(tmp_path: Path) -> None:
     assert not (tmp_path / "deeper").exists()
 
 
-def test_unwritable_state_dir(tmp_path: Path, tiny_voice_path: Path) -> None:
+def test_unwritable_state_dir_is_named(tmp_path: Path, tiny_voice_path: Path) -> None:
     """mqtt.state_dir (where finished request ids are remembered) is checked like cache.dir."""
     afile = tmp_path / "afile"
     afile.write_text("x")
@@ -211,7 +211,7 @@ def test_voice_not_in_catalog_only_needs_files(tmp_path: Path, tiny_voice_path: 
     assert "xx_XX-nobody-low" in problems[0]
 
 
-def test_catalog_of_this_checkout() -> None:
+def test_checkout_catalog_lists_the_default_voice() -> None:
     """models/voices.yaml is found from a checkout and lists the default voice's two files."""
     voice = load_catalog()[_VOICE]
     assert {f.name for f in voice.files} == {f"{_VOICE}.onnx", f"{_VOICE}.onnx.json"}
@@ -224,7 +224,7 @@ def test_catalog_of_this_checkout() -> None:
     ("voices:\n  v:\n    files:\n      ../v.onnx: {sha256: " + "a" * 64 + ", size: 1}",
      "plain file name"),
 ])
-def test_malformed_catalog(tmp_path: Path, body: str, where: str) -> None:
+def test_malformed_catalog_is_an_error_naming_file_and_entry(tmp_path: Path, body: str, where: str) -> None:
     """A broken catalog is an error naming the file and the entry, not a crash."""
     path = tmp_path / "voices.yaml"
     path.write_text(body)
@@ -234,7 +234,7 @@ def test_malformed_catalog(tmp_path: Path, body: str, where: str) -> None:
 
 
 # ------------------------------------------------------------------------------ MQTT files
-def test_password_file_problems(tmp_path: Path, tiny_voice_path: Path) -> None:
+def test_password_file_problems_are_named(tmp_path: Path, tiny_voice_path: Path) -> None:
     """mqtt.password_file: missing, empty, a folder, or set without a username."""
     base = {"voice": {"name": str(tiny_voice_path)}}
     pw = tmp_path / "pw"
@@ -382,7 +382,7 @@ def test_every_path_in_the_schema_says_what_it_names() -> None:
     assert [key for key, kind in paths if kind not in PATH_KINDS] == []
 
 
-def test_memory_limit_below_budget(tmp_path: Path) -> None:
+def test_memory_limit_below_the_budget_is_reported(tmp_path: Path) -> None:
     """Under a cgroup whose memory.max is below limits.memory_mb the daemon would be
     OOM-killed in a restart loop: reported naming limits.memory_mb. (A copy of our own cgroup
     path under a temp root stands in for /sys/fs/cgroup, which we may not change here.)"""

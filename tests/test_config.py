@@ -19,7 +19,8 @@ def test_shipped_config_loads() -> None:
     assert config.source == (ROOT / "config" / "edged.yaml").resolve()
 
 
-def test_empty_file_gives_defaults(tmp_path: Path) -> None:
+def test_empty_file_gives_the_defaults(tmp_path: Path) -> None:
+    """An empty file is a valid config: every key takes its default."""
     (tmp_path / "c.yaml").write_text("")
     config = load_config(tmp_path / "c.yaml")
     assert config.limits.queue == 10 and config.output == "play"
@@ -27,6 +28,7 @@ def test_empty_file_gives_defaults(tmp_path: Path) -> None:
 
 
 def test_topic_prefix_and_client_id_default_from_device_id() -> None:
+    """Without explicit values the topics and client id follow device_id."""
     config = parse_config({"device_id": "kitchen"}, Path("/"))
     assert (config.topic_prefix, config.client_id) == ("edged/kitchen", "edged-kitchen")
 
@@ -50,20 +52,23 @@ def test_topic_prefix_and_client_id_default_from_device_id() -> None:
         ([1, 2], "<top>: expected a mapping, got a list"),
     ],
 )
-def test_errors_name_the_key(data: object, message: str) -> None:
+def test_errors_name_the_key_path(data: object, message: str) -> None:
+    """Every value error starts with the full key path, so a person can find the line."""
     with pytest.raises(ConfigError) as err:
         parse_config(data, Path("/etc/edged"))
     assert str(err.value).startswith(message)
 
 
-def test_relative_and_absolute_paths(tmp_path: Path) -> None:
+def test_relative_paths_resolve_against_the_config_folder(tmp_path: Path) -> None:
+    """Relative paths follow the config file; absolute ones stay as written."""
     config = parse_config({"cache": {"dir": "c"},
                            "mqtt": {"username": "u", "password_file": "/etc/pw"}}, tmp_path)
     assert config.cache.dir == tmp_path / "c"
     assert config.mqtt.password_file == Path("/etc/pw")
 
 
-def test_bad_yaml_and_missing_file(tmp_path: Path) -> None:
+def test_bad_yaml_and_a_missing_file_are_config_errors(tmp_path: Path) -> None:
+    """Broken YAML and a missing file are one-line ConfigErrors, not tracebacks."""
     (tmp_path / "c.yaml").write_text("voice: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(tmp_path / "c.yaml")
@@ -71,7 +76,8 @@ def test_bad_yaml_and_missing_file(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.yaml")
 
 
-def test_config_is_frozen() -> None:
+def test_config_cannot_be_changed_after_loading() -> None:
+    """Sections are frozen: nothing can change the config a running daemon validated."""
     with pytest.raises(AttributeError):
         Config().output = "publish"  # type: ignore[misc]
 

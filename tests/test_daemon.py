@@ -79,7 +79,7 @@ def test_request_gives_events_in_order_and_a_wav(sw: Watcher) -> None:
     assert np.abs(audio.samples).max() > 0
 
 
-def test_plain_text_payload(sw: Watcher) -> None:
+def test_plain_text_payload_is_a_request_with_a_generated_id(sw: Watcher) -> None:
     """A plain UTF-8 payload is a request; its events carry a generated id."""
     mark = sw.mark()
     sw.say("The washing machine is done.")

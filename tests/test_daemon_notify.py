@@ -148,9 +148,9 @@ def test_lifecycle_status_ready_watchdog_reload_stop(tmp_path: Path, broker: Bro
         watcher.online(timeout=_TIMEOUT_S)
         assert _say(watcher, "Hello right after ready.")["event"] == "finished"
 
-        pings = _wait_pings(notify, ready + 1, 5)
-        gaps = [b - a for a, b in zip(pings, pings[1:], strict=False)]
-        assert all(0.5 * _PING_S < g < 5 * _PING_S for g in gaps), gaps
+        _wait_pings(notify, ready + 1, 5)
+        # The period is systemd's: WATCHDOG_USEC / 2 (the pings' spacing is timing, for bench/).
+        assert f"Watchdog: pinging every {_PING_S:.3f} s" in daemon.log_text()
 
         mark, online_mark = notify.mark(), watcher.mark()
         daemon.signal(signal.SIGHUP)
@@ -200,20 +200,17 @@ def test_watchdog_pings_stop_while_the_worker_hangs(tmp_path: Path, broker: Brok
             return lambda m: (m.topic == topic and m.json().get("id") == rid
                               and m.json().get("event") in kinds)
 
-        started_at = watcher.wait(event("started")).at
-        final = watcher.wait(event("finished", "failed"), timeout=60)
-        done = final.json()
+        watcher.wait(event("started"))
+        hung = notify.wait(lambda d: d.fields.get("STATUS", "").startswith("watchdog: worker hung"),
+                           ready, timeout=60)
+        healthy = notify.wait(lambda d: d.fields.get("STATUS", "").startswith(
+            "watchdog: worker healthy again"), hung, timeout=60)
+        done = watcher.wait(event("finished", "failed"), timeout=60).json()
         assert done["event"] == "finished", done
-        finished = notify.mark()
+        # The watchdog's own order of events: no ping between "hung" and "healthy again".
+        assert notify.pings(hung, healthy) == [], done
+        _wait_pings(notify, healthy, 3)  # pinging again
         wait_log(daemon, "stopped pinging")
-
-        # Same clock (time.monotonic in this process) for MQTT events and datagrams.
-        during = [t for t in notify.pings() if started_at <= t <= final.at]
-        edges = [started_at, *during, final.at]
-        longest = max(b - a for a, b in zip(edges, edges[1:], strict=False))
-        assert longest > 4 * _PING_S, (longest, done)
-
-        _wait_pings(notify, finished, 3)  # pinging again
         wait_log(daemon, "pings resumed")
     finally:
         daemon.stop()

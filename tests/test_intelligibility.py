@@ -21,7 +21,8 @@ _MAX_WER = 0.25
 
 @pytest.mark.voice
 @pytest.mark.parametrize("precision", ["float32", "int8"])
-def test_corpus_word_error_rate(tmp_path: Path, default_voice_path: Path, precision: str) -> None:
+def test_corpus_is_understood_by_a_recognizer(tmp_path: Path, default_voice_path: Path,
+                                               precision: str) -> None:
     """Speech the recognizer can follow: corpus WER below a measured threshold, for the voice
     as the daemon loads it (prepared: encoder + windowed decoder), float32 and INT8 weights."""
     config = parse_config({"voice": {"name": str(default_voice_path), "precision": precision},

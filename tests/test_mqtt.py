@@ -126,7 +126,7 @@ def test_limits_follow_max_chars() -> None:
     assert parse_request(text.encode(), rules).text == text
 
 
-def test_control_parsing() -> None:
+def test_control_is_json_or_a_bare_word_and_bad_ones_get_a_sentence() -> None:
     """Control requests: JSON or a bare word; bad ones get a sentence."""
     assert parse_control(b'{"action": "skip", "id": "c1"}').action == "skip"
     assert parse_control(b"stop\n").action == "stop"

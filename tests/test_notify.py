@@ -89,7 +89,7 @@ def notify_socket(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: p
     ns.sock.close()
 
 
-def test_lifecycle_messages(notify_socket: NotifySocket) -> None:
+def test_lifecycle_messages_arrive_in_order_as_systemd_parses_them(notify_socket: NotifySocket) -> None:
     """STATUS, READY (with status), RELOADING with MONOTONIC_USEC, STOPPING arrive in order and
     exactly as systemd parses them; a newline in a status cannot inject another assignment."""
     with Notifier() as n:
@@ -136,13 +136,17 @@ def test_stale_heartbeat_stops_pings_and_fresh_resumes(
         beat.set(time.monotonic() - 60.0)  # the worker's last sign of life: a minute ago
         # After the 2nd read of the stale value, any ping decided on the old value is queued.
         beat.wait_reads(2)
-        notify_socket.drain()
+        before = notify_socket.drain()
         beat.wait_reads(4)
-        assert notify_socket.drain() == [], "pings went on with a stale heartbeat"
+        after = notify_socket.drain()
+        assert [m for m in after if "WATCHDOG" in m] == [], "pings went on with a stale heartbeat"
+        said = [m["STATUS"] for m in before + after if "STATUS" in m]
+        assert len(said) == 1 and said[0].startswith("watchdog: worker hung: worker heartbeat is")
         stopped = [r for r in caplog.records if "stopped pinging" in r.getMessage()]
         assert len(stopped) == 1
 
         beat.set(time.monotonic() + 3600.0)  # fresh (for the rest of this test)
+        assert notify_socket.recv()["STATUS"].startswith("watchdog: worker healthy again")
         assert notify_socket.recv() == {"WATCHDOG": "1"}
         resumed = [r for r in caplog.records if "pings resumed" in r.getMessage()]
         assert len(resumed) == 1
@@ -162,7 +166,9 @@ def test_broken_heartbeat_counts_as_stale(
         assert n.start_watchdog(broken, max_age_s=30.0)
         for _ in range(3):
             reads.get(timeout=_TIMEOUT_S)
-        assert notify_socket.drain() == []
+        sent = notify_socket.drain()
+        assert [m for m in sent if "WATCHDOG" in m] == []
+        assert [m["STATUS"][:21] for m in sent] == ["watchdog: worker hung"]
     assert any("heartbeat callback failed" in r.getMessage() for r in caplog.records)
 
 

@@ -30,7 +30,7 @@ _PINNED = [
 
 
 @pytest.mark.parametrize(("text", "expected"), _PINNED)
-def test_pinned_ids(text: str, expected: list[list[int]]) -> None:
+def test_phoneme_ids_stay_as_pinned(text: str, expected: list[list[int]]) -> None:
     """An espeak-ng upgrade or a BOS/PAD/EOS layout change shows up here first."""
     ids = PhonemeIds(_ID_MAP)
     assert [ids(s) for s in phonemize(text, "en-us")] == expected
@@ -52,6 +52,7 @@ def test_text_without_final_punctuation_is_kept() -> None:
 
 
 def test_empty_and_whitespace_give_no_sentences() -> None:
+    """Nothing to say gives no sentences (never an empty inference)."""
     assert phonemize("", "en-us") == []
     assert phonemize("   \n ", "en-us") == []
 
@@ -74,6 +75,7 @@ def test_missing_phoneme_warned_once_and_counted(caplog: pytest.LogCaptureFixtur
 
 
 def test_map_without_bos_is_rejected() -> None:
+    """A phoneme map without the BOS symbol is refused when the voice loads."""
     with pytest.raises(ValueError, match="'\\^'"):
         PhonemeIds({"$": [2], "_": [0]})
 

@@ -46,6 +46,7 @@ def _same_audio(a: Voice, b: Voice, text: str, **settings: object) -> np.ndarray
 
 
 def test_vits_shaped_voice_is_split_and_sounds_the_same(tmp_path: Path) -> None:
+    """A VITS-shaped voice is split at z, and encoder + windowed decoder sound like the whole graph."""
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     prepared = _prepare(onnx_path, tmp_path / "cache")
     assert prepared.kind == "split"
@@ -63,6 +64,7 @@ def test_vits_shaped_voice_is_split_and_sounds_the_same(tmp_path: Path) -> None:
 
 
 def test_multi_speaker_decoder_gets_the_speaker(tmp_path: Path) -> None:
+    """A decoder conditioned on the speaker gets sid with every window."""
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits2.onnx", speakers={"ann": 0, "bob": 1})
     prepared = _prepare(onnx_path, tmp_path / "cache")
     assert prepared.kind == "split" and prepared.extra_inputs == ("sid",)
@@ -82,6 +84,7 @@ def test_decoder_that_needs_the_whole_sentence_is_kept_whole(tmp_path: Path) -> 
 
 
 def test_graph_without_decoder_names_is_prepared_whole(tmp_path: Path, tiny_voice_path: Path) -> None:
+    """A graph that cannot be split is still optimized ahead, and kept whole."""
     prepared = _prepare(tiny_voice_path, tmp_path / "cache")
     assert prepared.kind == "whole"
     assert "no /dec/" in prepared.note
@@ -112,6 +115,7 @@ def test_decoder_reading_the_phoneme_inputs_is_not_split(tmp_path: Path) -> None
 
 
 def test_second_load_reuses_the_folder(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The second load uses the prepared folder: no child process, same files."""
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     first = _prepare(onnx_path, tmp_path / "cache")
     stamp = (first.folder / "manifest.json").stat().st_mtime_ns
@@ -123,6 +127,7 @@ def test_second_load_reuses_the_folder(tmp_path: Path, caplog: pytest.LogCapture
 
 
 def test_damaged_weights_are_prepared_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A flipped bit in the weights fails the checksum and the voice is prepared again."""
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     first = _prepare(onnx_path, tmp_path / "cache")
     weights = first.folder / "decoder.weights"
@@ -139,6 +144,7 @@ def test_damaged_weights_are_prepared_again(tmp_path: Path, caplog: pytest.LogCa
 
 
 def test_new_onnxruntime_version_prepares_again(tmp_path: Path) -> None:
+    """Another onnxruntime version prepares again (its optimized graphs may differ)."""
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     first = _prepare(onnx_path, tmp_path / "cache")
     manifest = json.loads((first.folder / "manifest.json").read_text())
@@ -150,6 +156,7 @@ def test_new_onnxruntime_version_prepares_again(tmp_path: Path) -> None:
 
 
 def test_changed_model_gets_a_new_folder_and_the_old_one_goes(tmp_path: Path) -> None:
+    """A changed model gets its own folder; the stale one is removed."""
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     first = _prepare(onnx_path, tmp_path / "cache")
     make_tiny_vits_voice(onnx_path, speakers={"a": 0, "b": 1})  # same name, another model
@@ -189,6 +196,7 @@ def test_unpreparable_voice_is_loaded_directly(tmp_path: Path, caplog: pytest.Lo
 
 
 def test_child_failure_is_one_line_in_the_log(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A preparer that fails is one log line, and the voice is loaded directly."""
     broken = tmp_path / "v" / "broken.onnx"
     make_tiny_voice(broken)
     broken.write_bytes(b"not a model")

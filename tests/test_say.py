@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import wave
 from pathlib import Path
 
@@ -67,7 +66,7 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, args: list[str], message: str
     assert not (tmp_path / "x.wav").exists()
 
 
-def test_bad_config_key_named(tmp_path: Path) -> None:
+def test_bad_config_key_is_named(tmp_path: Path) -> None:
     """A typo in the config is reported with its key path."""
     cfg = tmp_path / "c.yaml"
     cfg.write_text("voice:\n  sped: 1.2\n")
@@ -84,9 +83,15 @@ def test_voices_lists_default(tmp_path: Path) -> None:
     assert "22050" in line and "en_US" in line and line.startswith("*")
 
 
-def test_help_mentions_every_command() -> None:
+def test_every_command_has_help_and_the_version_is_the_package_s() -> None:
+    """`edged --help` lists every command, each command's --help answers with its usage, and
+    --version prints the installed package's version."""
+    from edged import __version__
+
     r = _edged("--help")
     assert r.returncode == 0
     for command in ("say", "voices", "run", "cache", "devices", "check-config"):
         assert command in r.stdout
-    assert sys.executable
+        sub = _edged(command, "--help")
+        assert sub.returncode == 0 and sub.stdout.startswith(f"usage: edged {command}"), sub
+    assert _edged("--version").stdout.strip() == f"edged {__version__}"

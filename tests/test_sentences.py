@@ -57,7 +57,7 @@ def test_long_sentence_is_cut_at_commas() -> None:
         ('he said "off," and left', ['he said "off,"', "and left"]),
     ],
 )
-def test_clause_boundaries(sentence: str, pieces: list[str]) -> None:
+def test_clauses_end_at_semicolons_colons_and_dashes(sentence: str, pieces: list[str]) -> None:
     """Semicolons, colons, spaced or trailing dashes and quoted commas end clauses too."""
     assert split_long(sentence, 16, len) == pieces
 
@@ -97,7 +97,7 @@ def test_bad_bound_is_a_clear_error(bad: object) -> None:
         split_long("a b", bad, len)  # type: ignore[arg-type]
 
 
-def test_measure_budget() -> None:
+def test_measure_runs_about_log_n_times_per_piece() -> None:
     """measure runs about 1 + log2(n) times per piece and never twice on the same text."""
     clauses = [f"clause number {i:02d} is here," for i in range(32)]  # 25 characters each
     sentence = " ".join(clauses)

@@ -98,7 +98,7 @@ def test_verify_would_catch_a_typo(tmp_path: Path) -> None:
 
 @needs_analyze
 @pytest.mark.parametrize("unit, user", [(UNIT, False), (USER_UNIT, True)], ids=["system", "user"])
-def test_security_exposure(tmp_path: Path, unit: Path, user: bool) -> None:
+def test_sandbox_is_rated_ok_by_systemd_analyze(tmp_path: Path, unit: Path, user: bool) -> None:
     """`systemd-analyze security --offline=yes` rates the sandbox at most 2.5 ("OK")."""
     result = analyze("security", "--offline=yes", str(render(unit, tmp_path / "units")),
                      user=user, tmp_path=tmp_path)

@@ -85,7 +85,7 @@ def test_long_sentence_bounded_by_max_phonemes(tiny_voice_path: Path) -> None:
         "".join(p.text for p in whole).replace(" ", "")
 
 
-def test_multi_speaker_settings(tmp_path: Path) -> None:
+def test_speaker_by_name_or_id_reaches_the_model(tmp_path: Path) -> None:
     """A speaker by name or id reaches the model's sid input; unknown speakers are refused."""
     path = make_tiny_voice(tmp_path / "multi.onnx", speakers={"alice": 0, "bob": 3, "c": 1, "d": 2})
     voice = Voice.load(path)
@@ -98,7 +98,7 @@ def test_multi_speaker_settings(tmp_path: Path) -> None:
         voice.settings(speaker=9)
 
 
-def test_settings_defaults_and_speed(tiny: Voice) -> None:
+def test_speed_maps_to_length_scale_and_defaults_apply(tiny: Voice) -> None:
     """Speed maps to Piper's length_scale; the voice's inference defaults apply otherwise."""
     s = tiny.settings()
     assert (s.noise_scale, s.length_scale, s.noise_w) == (0.667, 1.0, 0.8)
@@ -107,39 +107,44 @@ def test_settings_defaults_and_speed(tiny: Voice) -> None:
         tiny.settings(speaker="bob")
 
 
-def test_missing_model_file(tmp_path: Path) -> None:
+def test_missing_model_file_is_named(tmp_path: Path) -> None:
+    """A missing .onnx is a VoiceError naming the file."""
     with pytest.raises(VoiceError, match="nope.onnx: voice model file not found"):
         Voice.load(tmp_path / "nope.onnx")
 
 
-def test_missing_json(tmp_path: Path, tiny_voice_path: Path) -> None:
+def test_missing_voice_json_is_named(tmp_path: Path, tiny_voice_path: Path) -> None:
+    """A missing .onnx.json is a VoiceError naming the file it expected."""
     shutil.copy(tiny_voice_path, tmp_path / "v.onnx")
     with pytest.raises(VoiceError, match=r"v.onnx.json: voice config file not found"):
         Voice.load(tmp_path / "v.onnx")
 
 
-def test_unreadable_json(tmp_path: Path, tiny_voice_path: Path) -> None:
+def test_unreadable_voice_json_is_named(tmp_path: Path, tiny_voice_path: Path) -> None:
+    """A .onnx.json that is not JSON is a VoiceError naming the file."""
     shutil.copy(tiny_voice_path, tmp_path / "v.onnx")
     (tmp_path / "v.onnx.json").write_text("{not json")
     with pytest.raises(VoiceError, match="v.onnx.json: not valid JSON"):
         Voice.load(tmp_path / "v.onnx")
 
 
-def test_json_missing_keys(tmp_path: Path, tiny_voice_path: Path) -> None:
+def test_voice_json_missing_keys_are_named(tmp_path: Path, tiny_voice_path: Path) -> None:
+    """A .onnx.json without the keys Piper needs names the missing key."""
     shutil.copy(tiny_voice_path, tmp_path / "v.onnx")
     (tmp_path / "v.onnx.json").write_text(json.dumps({"audio": {"sample_rate": 16000}}))
     with pytest.raises(VoiceError, match="missing espeak.voice"):
         Voice.load(tmp_path / "v.onnx")
 
 
-def test_not_an_onnx_file(tmp_path: Path, tiny_voice_path: Path) -> None:
+def test_a_file_that_is_not_onnx_is_refused(tmp_path: Path, tiny_voice_path: Path) -> None:
+    """A file that is not an ONNX model is refused with a VoiceError, not a crash."""
     (tmp_path / "v.onnx").write_bytes(b"this is not a model")
     shutil.copy(f"{tiny_voice_path}.json", tmp_path / "v.onnx.json")
     with pytest.raises(VoiceError, match="not a loadable ONNX model"):
         Voice.load(tmp_path / "v.onnx")
 
 
-def test_wrong_input_names(tmp_path: Path, tiny_voice_path: Path) -> None:
+def test_onnx_model_without_piper_inputs_is_refused(tmp_path: Path, tiny_voice_path: Path) -> None:
     """A real ONNX model that is not a Piper voice is refused, naming the missing inputs."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])
@@ -192,7 +197,7 @@ def test_default_voice_deterministic_without_noise(joe: Voice) -> None:
 
 
 @pytest.mark.voice
-def test_default_voice_speed(joe: Voice) -> None:
+def test_double_speed_halves_the_duration(joe: Voice) -> None:
     """speed 2.0 roughly halves the duration."""
     settings = joe.settings(noise_scale=0.0, noise_w=0.0)
     normal = joe.synthesize("Someone is at the front door.", settings).duration_s
