@@ -193,7 +193,7 @@ class Scheduler:
             item = next(stream.steps)
         except StopIteration:
             pass
-        except Exception as err:  # handed to the consumer, raised there
+        except BaseException as err:  # handed to the consumer, raised there: never a dead worker
             error = err
         elapsed = time.monotonic() - started
         with self._cond:
