@@ -308,29 +308,28 @@ def test_tls_files_that_do_not_load_are_named(tmp_path: Path, tiny_voice_path: P
 
 
 # ------------------------------------------------------------------------------ WAV, memory
+def _raw_wav(path: Path, *, channels: int, width: int, frames: bytes) -> Path:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(width)
+        w.setframerate(8000)
+        w.writeframes(frames)
+    return path
+
+
 def test_chime_check_accepts_what_the_player_plays_and_names_the_rest(tmp_path: Path) -> None:
     """A chime must be what the player can play: a readable, non-empty 16-bit WAV, mono or
     stereo, at most 10 s (one loader for both); anything else is one line naming key and file."""
     good = tmp_path / "chime.wav"
     good.write_bytes(to_wav_bytes(Audio(np.ones(100, dtype=np.int16), 22050)))
     assert checks.check_wav_file(good, "audio.chime") is None
-    stereo = tmp_path / "stereo.wav"
-    with wave.open(str(stereo), "wb") as w:
-        w.setnchannels(2)
-        w.setsampwidth(2)
-        w.setframerate(8000)
-        w.writeframes(b"\1\0" * 400)
+    stereo = _raw_wav(tmp_path / "stereo.wav", channels=2, width=2, frames=b"\1\0" * 400)
     assert checks.check_wav_file(stereo, "audio.chime") is None
     text = tmp_path / "chime.txt"
     text.write_text("ding")
     assert checks.check_wav_file(text, "audio.chime").startswith(
         f"audio.chime: {text}: not a usable chime: not a WAV file")
-    eight_bit = tmp_path / "8bit.wav"
-    with wave.open(str(eight_bit), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(1)
-        w.setframerate(8000)
-        w.writeframes(b"\x80" * 400)
+    eight_bit = _raw_wav(tmp_path / "8bit.wav", channels=1, width=1, frames=b"\x80" * 400)
     assert "expected 16-bit mono or stereo" in checks.check_wav_file(eight_bit, "audio.chime")
     long = tmp_path / "long.wav"
     long.write_bytes(to_wav_bytes(Audio(np.ones(11 * 8000, dtype=np.int16), 8000)))
