@@ -34,7 +34,7 @@ from .errors import HttpError, error_response
 from .metrics import Metrics
 from .openai_compat import OpenAiSpeech
 from .params import from_query, json_object, tts_params
-from .speak import SOURCE, Speaker
+from .speak import OUTCOME, SOURCE, Speaker
 from .status import Status
 
 _LOGGER = logging.getLogger(__name__)
@@ -89,9 +89,10 @@ class HttpServer:
         self.app = self._make_app(max(65536, rules.max_bytes * config.http.batch_max_items))
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True)
+        self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True,
+                                     shutdown_timeout=2.0)
         await self._runner.setup()
-        await web.SockSite(self._runner, self._sock, shutdown_timeout=2.0).start()
+        await web.SockSite(self._runner, self._sock).start()
         _LOGGER.info("HTTP: listening on %s%s", self.url,
                      " (API key required)" if self._key else "")
 
@@ -142,7 +143,7 @@ class HttpServer:
         outcome = "500"
         try:
             response = await handler(request)
-            outcome = request.get("outcome", str(response.status))
+            outcome = request.get(OUTCOME, str(response.status))
             return response
         except HttpError as err:
             outcome = str(err.status)

@@ -37,6 +37,8 @@ SOURCE: Final = "http"
 """This server's source at the synthesis scheduler (bound: http.max_streams)."""
 _RANK: Final = rank("normal")
 _BATCH_COMMON: Final = ("voice", "speaker", "speed", "volume")
+OUTCOME: Final = web.RequestKey("outcome", str)
+"""What the metrics count a request as, when its status does not say it (a client that left)."""
 
 
 class Speaker:
@@ -100,7 +102,7 @@ class Speaker:
             await response.write_eof()
         except ConnectionResetError:  # the client left: leaving the loop frees the stream
             _LOGGER.info("HTTP client %s left during its speech stream", request.remote)
-            request["outcome"] = "disconnected"
+            request[OUTCOME] = "disconnected"
         return response
 
     async def batch(self, request: web.Request) -> web.Response:
