@@ -156,7 +156,8 @@ async function loadVoices() {
     const select = $("voice");
     select.replaceChildren();
     for (const v of voices) {
-      const option = new Option(v.name + (v.language ? " (" + v.language + ")" : ""), v.default ? "" : v.name);
+      const option = new Option(v.name, v.default ? "" : v.name);
+      option.title = v.language || "";
       option.dataset.speakers = JSON.stringify(Array.isArray(v.speakers) ? v.speakers : []);
       select.append(option);
     }
