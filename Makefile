@@ -49,6 +49,8 @@ bench: install
 	$(PY) bench/cache.py
 	$(PY) bench/playback.py
 	$(PY) bench/mqtt.py
+	$(PY) bench/http_stack.py
+	$(PY) bench/http.py
 
 lint: install
 	$(VENV)/bin/ruff check edged tests bench

@@ -3,7 +3,7 @@ does) in this process, on a real loopback socket, with the test broker and the t
 
 In-process so a test can see the scheduler and the cache behind the server (work freed when a
 client leaves); the port rules and start-up failures are tested on `edged run` itself
-(test_http_run.py). Imported by test_http*.py; not a test module itself.
+(test_http_run.py). A pytest plugin (conftest.py names it): its fixtures are everywhere.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import Broker
+from daemon_harness import make_daemon, watcher  # noqa: F401 - fixtures, registered with this plugin
 
 from edged.assembly import App, assemble
 from edged.config import parse_config

@@ -5,6 +5,7 @@ when a client leaves mid-stream."""
 from __future__ import annotations
 
 import io
+import json
 import socket
 import wave
 import zipfile
@@ -15,7 +16,7 @@ import httpx
 import numpy as np
 import pytest
 import soundfile
-from http_harness import HttpDaemon, http, make_http  # noqa: F401 - fixtures
+from http_harness import HttpDaemon
 
 from edged.memory import rss_mb
 
@@ -145,7 +146,7 @@ def test_a_client_leaving_mid_stream_frees_its_synthesis(
     (slot free) and nothing half-made is cached."""
     http = make_http(**LONG_SETTINGS)
     host, port = http.url.removeprefix("http://").split(":")
-    body = ('{"text": "%s"}' % LONG).encode()
+    body = json.dumps({"text": LONG}).encode()
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(b"POST /api/tts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                      b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))

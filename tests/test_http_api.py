@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from daemon_harness import Watcher, watcher  # noqa: F401 - fixtures
-from http_harness import HttpDaemon, SseReader, http, make_http  # noqa: F401 - fixtures
+from daemon_harness import Watcher
+from http_harness import HttpDaemon, SseReader
 
 KEY = "s3cret-key-for-tests"
 
@@ -115,8 +115,8 @@ def keyed(make_http: Callable[..., HttpDaemon], tmp_path: Path) -> Callable[...,
     key_file = tmp_path / "http-key"
     key_file.write_text(KEY + "\n")
 
-    def make(**http: object) -> HttpDaemon:
-        return make_http(http={"api_key_file": str(key_file), **http})
+    def make(**section: object) -> HttpDaemon:
+        return make_http(http={"api_key_file": str(key_file), **section})
 
     return make
 

@@ -11,7 +11,7 @@ import numpy as np
 import openai
 import pytest
 import soundfile
-from http_harness import HttpDaemon, make_http  # noqa: F401 - fixtures
+from http_harness import HttpDaemon
 from test_http import LONG, LONG_SETTINGS
 
 KEY = "sk-edged-test"

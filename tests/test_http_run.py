@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 from conftest import free_port
-from daemon_harness import DaemonProc, Watcher, make_daemon, wait_log, watcher  # noqa: F401
+from daemon_harness import DaemonProc, Watcher, wait_log
 
 
 @pytest.fixture
