@@ -2,7 +2,8 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 CONFIG ?= config/edged.yaml
-APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv systemd util-linux
+APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv systemd util-linux \
+                chromium chromium-driver
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install run test test-long bench lint clean
@@ -48,6 +49,8 @@ bench: install
 	$(PY) bench/cache.py
 	$(PY) bench/playback.py
 	$(PY) bench/mqtt.py
+	$(PY) bench/http_stack.py
+	$(PY) bench/http.py
 
 lint: install
 	$(VENV)/bin/ruff check edged tests bench

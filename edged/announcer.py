@@ -33,7 +33,8 @@ class Job:
     """An accepted request on its way through the daemon."""
 
     request: Request
-    ticket: Ticket
+    ticket: Ticket | None
+    """None: from HTTP (nothing to acknowledge)."""
     done_key: str
     """What the done-log remembers: the request id, or for id-less requests packet id + payload hash."""
     voice_name: str | None

@@ -89,14 +89,38 @@ def assemble(config: Config, status: Callable[[str], None]) -> App:
     voice = _warmed_up(config, load_voice(config, status=status))
     workers = config.limits.synthesis_workers or auto_workers(
         os.cpu_count() or 1, inference_threads(config), config.limits.memory_mb)
-    scheduler = Scheduler(workers, {"mqtt": 1, WARM_SOURCE: 1})
+    scheduler = Scheduler(workers, {"mqtt": 1, WARM_SOURCE: 1, "http": config.http.max_streams})
     speech = Speech(config, VoicePool(config, default=voice), PhraseCache(config.cache), scheduler)
     player = _open_player(config)
     done = DoneLog(config.mqtt.state_dir / "done.jsonl", window_s=config.mqtt.session_expiry_s)
     link = MqttLink(config, receive_maximum=config.limits.queue + 2)
     daemon = Daemon(config, speech=speech, done=done, player=player, link=link, status=status)
     servers: list[Server] = []  # the network servers (Wyoming, HTTP) join here
+    servers += _http_server(config, daemon, speech)
     return App(config, daemon, speech, player, phrases, NetLoop(servers) if servers else None)
+
+
+def _http_server(config: Config, daemon: Daemon, speech: Speech) -> list[Server]:
+    """The HTTP server when it is on and its port can be had. A port in use is fatal only when
+    `http.enabled` was set explicitly: daemons that never asked for it must not fight over it."""
+    if not config.http.enabled:
+        return []
+    from .http import HttpServer, bind  # aiohttp is imported only when HTTP is on
+
+    try:
+        sock = bind(config.http)
+    except OSError as err:
+        where = f"{config.http.host}:{config.http.port}"
+        reason = f"cannot listen on {where}: {err.strerror or err}"
+        if config.http.enabled_given:
+            raise StartError(f"http.port: {reason}") from None
+        _LOGGER.warning("http: %s; running without HTTP (set http.port, or http.enabled: false)",
+                        reason)
+        daemon.report("http", {"state": "off", "error": reason})
+        return []
+    server = HttpServer(config, daemon, speech, sock)
+    daemon.report("http", {"state": "listening", "url": server.url})
+    return [server]
 
 
 def _warmed_up(config: Config, voice: Voice) -> Voice:

@@ -4,6 +4,8 @@
     on_say: parse -> check -> queue.put  ──►  job = queue.get()  (best priority first)
       "queued" (or "rejected" + ack)            "started" -> cache or scheduler -> outputs
     on_control: stop/skip/clear/pause/resume    "finished"/"failed" -> remember id -> ack
+    say / control: the same from the HTTP server (no ticket: nothing to ack, outcome returned)
+Every event goes to `<prefix>/event` and to the in-process listeners (`fanout`, events.py).
 
 The queue holds announcements waiting for the loudspeaker; their synthesis runs on the shared
 synthesis scheduler (synthesis/scheduler.py) when their turn comes, at their priority.
@@ -26,26 +28,38 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, Literal
 
-from . import __version__
 from .announcer import Announcer, Job
 from .config import Config
 from .donelog import DoneLog
-from .events import ControlDone, Event, Failed, Finished, Queued, Rejected, Started
+from .events import ControlDone, Event, Failed, Fanout, Finished, Queued, Rejected, Started
 from .jobqueue import JobQueue, QueueFull
 from .memory import MemoryGuard
 from .mqtt import MqttLink, Ticket
 from .playback import Player
 from .priorities import preempts
 from .requests import Request, RequestError, Rules, new_id, parse_control, parse_request
+from .state import StateBoard
 from .synthesis import Speech
 from .voice import VoiceError
 
 _LOGGER = logging.getLogger(__name__)
 SHUTDOWN: Final = "shutdown"
 """Abort reason of the job cut short by SIGTERM: it gets no final event and no ack."""
-_STATS_EVERY_S: Final = 5.0
+
+
+@dataclass(frozen=True)
+class Intake:
+    """What became of an announcement handed to `Daemon.say` (the HTTP twin of MQTT `say`)."""
+
+    id: str
+    outcome: Literal["queued", "duplicate", "rejected"]
+    """duplicate: its id was already handled or is being handled; it is not spoken twice."""
+    error: str = ""
+    problem: Literal["", "invalid", "too_large", "busy", "unavailable"] = ""
+    """Why it was rejected; unavailable: the daemon is stopping or over its memory budget."""
 
 
 class Daemon:
@@ -72,7 +86,8 @@ class Daemon:
         self._active_ids: set[str] = set()
         self._current: Job | None = None
         self._stopping = threading.Event()
-        self._stats: tuple[float, dict[str, Any]] = (0.0, {})
+        self._board = StateBoard(config, self._pool, self._cache)
+        self.fanout = Fanout()  # every event, to in-process listeners (HTTP's Server-Sent Events)
         self.heartbeat = time.monotonic()
         self.link = link
         link.handler = self
@@ -118,30 +133,40 @@ class Daemon:
         with self._lock:
             if ticket.dup and (ticket.generation, ticket.mid) in self._held:
                 return  # redelivered after a reconnect; the copy we hold will be acked
+        self._take(payload, ticket, received)
+
+    def say(self, payload: bytes) -> Intake:
+        """The HTTP twin of `on_say`, from any thread: the same parsing, queue, done-log and
+        events; with no ticket there is nothing to acknowledge, and the outcome is returned."""
+        if self._stopping.is_set():
+            return Intake(new_id(), "rejected", "the daemon is stopping", "unavailable")
+        return self._take(payload, None, time.monotonic())
+
+    def _take(self, payload: bytes, ticket: Ticket | None, received: float) -> Intake:
         try:
             request = parse_request(payload, self._rules)
         except RequestError as err:
-            self._reject(err.request_id or new_id(), str(err), ticket)
-            return
-        # Without an id, a redelivery is recognised by its packet id and payload.
-        done_key = request.id if request.id_given else (
+            return self._reject(err.request_id or new_id(), str(err), ticket,
+                                "too_large" if err.too_large else "invalid")
+        # Without an id, an MQTT redelivery is recognised by its packet id and payload.
+        done_key = request.id if request.id_given or ticket is None else (
             f"~{ticket.mid}:{hashlib.sha256(payload).hexdigest()[:16]}")
         if self._seen(request, done_key, ticket):
             _LOGGER.info("Request %s was delivered again; already handled, not spoken twice",
                          request.id)
-            self.link.ack(ticket)
-            return
-        problem = self._memory.over_budget() or self._settings_problem(request)
+            self._ack(ticket)
+            return Intake(request.id, "duplicate")
+        over = self._memory.over_budget()
+        problem = over or self._settings_problem(request)
         if problem:
-            self._reject(request.id, problem, ticket)
-            return
+            return self._reject(request.id, problem, ticket, "unavailable" if over else "invalid")
         ttl = request.ttl_s if request.ttl_s is not None else self.config.limits.task_timeout_s
-        self._enqueue(Job(request, ticket, done_key, request.voice,
-                          request.output or self.config.output, ttl, received))
+        return self._enqueue(Job(request, ticket, done_key, request.voice,
+                                 request.output or self.config.output, ttl, received))
 
-    def _seen(self, request: Request, done_key: str, ticket: Ticket) -> bool:
+    def _seen(self, request: Request, done_key: str, ticket: Ticket | None) -> bool:
         """Finished already, or being handled now (a redelivery): never spoken twice."""
-        if done_key in self._done and (request.id_given or ticket.dup):
+        if done_key in self._done and (request.id_given or (ticket is not None and ticket.dup)):
             return True
         with self._lock:
             return request.id_given and request.id in self._active_ids
@@ -157,27 +182,35 @@ class Daemon:
             return str(err)
         return None
 
-    def _enqueue(self, job: Job) -> None:
+    def _enqueue(self, job: Job) -> Intake:
         request = job.request
         try:
             displaced = self._queue.put(job, request.rank, on_admit=self._admit)
         except QueueFull:
-            self._reject(request.id, f"busy: {self._queue.maxsize} requests are already "
-                         f"waiting (limits.queue); try again later", job.ticket)
-            return
+            return self._reject(request.id, f"busy: {self._queue.maxsize} requests are already "
+                                f"waiting (limits.queue); try again later", job.ticket, "busy")
         if displaced is not None:
             self._finish(displaced, Failed(displaced.request.id, error="dropped from the full "
                          f"queue to make room for {request.priority} request {request.id}"))
         self._interrupt(lambda current: preempts(request.priority, current.request.priority),
                         f"interrupted by {request.priority} request {request.id}")
         self._publish_state()
+        return Intake(request.id, "queued")
 
     def on_control(self, payload: bytes, ticket: Ticket) -> None:
+        with contextlib.suppress(RequestError):  # already rejected (published and acked)
+            self._control(payload, ticket)
+
+    def control(self, payload: bytes) -> ControlDone:
+        """The HTTP twin of `on_control`; RequestError (also published as `rejected`)."""
+        return self._control(payload, None)
+
+    def _control(self, payload: bytes, ticket: Ticket | None) -> ControlDone:
         try:
             control = parse_control(payload)
         except RequestError as err:
             self._reject(err.request_id or new_id(), str(err), ticket)
-            return
+            raise
         reason = f"{control.action} by control request {control.id}"
         affected: list[str] = []
         if control.action in ("clear", "stop"):
@@ -190,14 +223,17 @@ class Daemon:
             self._queue.pause()
         elif control.action == "resume":
             self._queue.resume()
-        self._publish(ControlDone(control.id, action=control.action, affected=tuple(affected)))
-        self.link.ack(ticket)
+        done = ControlDone(control.id, action=control.action, affected=tuple(affected))
+        self._publish(done)
+        self._ack(ticket)
         self._publish_state()
+        return done
 
     def _admit(self, job: Job) -> None:
         # Runs under the queue lock, before the announcer thread can see the job.
         with self._lock:
-            self._held[(job.ticket.generation, job.ticket.mid)] = job
+            if job.ticket is not None:
+                self._held[(job.ticket.generation, job.ticket.mid)] = job
             self._active_ids.add(job.request.id)
         # The queue's lock is an RLock: len() from here is fine.
         self._publish(Queued(job.request.id, priority=job.request.priority,
@@ -272,39 +308,41 @@ class Daemon:
             _LOGGER.info("Request %s failed: %s", event.id, event.error)
         self._done.add(job.done_key)
         with self._lock:
-            self._held.pop((job.ticket.generation, job.ticket.mid), None)
+            if job.ticket is not None:
+                self._held.pop((job.ticket.generation, job.ticket.mid), None)
             self._active_ids.discard(job.request.id)
-        self.link.ack(job.ticket)
+        self._ack(job.ticket)
 
-    def _reject(self, request_id: str, error: str, ticket: Ticket) -> None:
+    def _reject(self, request_id: str, error: str, ticket: Ticket | None,
+                problem: Literal["invalid", "too_large", "busy", "unavailable"] = "invalid",
+                ) -> Intake:
         _LOGGER.warning("Rejected request %s: %s", request_id, error)
         self._publish(Rejected(request_id, error=error))
-        self.link.ack(ticket)
+        self._ack(ticket)
+        return Intake(request_id, "rejected", error, problem)
+
+    def _ack(self, ticket: Ticket | None) -> None:
+        if ticket is not None:  # None: from HTTP, answered in its response
+            self.link.ack(ticket)
 
     def _publish(self, event: Event) -> None:
         self.link.publish_json(self.link.topics.event, event.to_json())
+        self.fanout.publish(event)
 
-    def _publish_state(self) -> None:
+    def report(self, part: str, value: Any) -> None:
+        """Show `value` as `part` of the state (a network server's address or why it is off)."""
+        self._board.report(part, value)
+        self._publish_state()
+
+    def state(self) -> dict[str, Any]:
+        """What `<prefix>/state` says now."""
         with self._lock:
             speaking = self._current is not None
-        now = time.monotonic()
-        if now - self._stats[0] > _STATS_EVERY_S:
-            try:
-                self._stats = (now, self._cache.stats())
-            except Exception as err:  # stats are nice to have; never worth a failed request
-                self._stats = (now, {"error": str(err)})
-        state = {
-            "state": "speaking" if speaking else "idle",
-            "queue": len(self._queue),
-            "paused": self._queue.paused,
-            "voice": self._pool.get().name,
-            "voices": sorted(self._pool.names),
-            "output": self.config.output,
-            "cache": self._stats[1],
-            "version": __version__,
-            "device_id": self.config.device_id,
-            "ts": round(time.time(), 3),
-        }
+        return self._board.build(speaking=speaking, queue=len(self._queue),
+                                 paused=self._queue.paused)
+
+    def _publish_state(self) -> None:
+        state = self.state()
         self.link.publish_json(self.link.topics.state, state, retain=True)
         if self._status is not None:
             self._status(f"{state['state']}, {state['queue']} waiting"

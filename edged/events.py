@@ -4,14 +4,23 @@ Every accepted announcement gets `queued`, `started`, then exactly one final eve
 or `failed`; a request that is not accepted gets one `rejected`. A control request gets a
 `finished` naming its action. The JSON is `{"id", "event", "ts", ...fields}`; fields that do not
 apply to an announcement (no playback, nothing published) are left out rather than null.
+
+`Fanout` hands the same event objects to listeners inside the process (the HTTP server's
+Server-Sent Events), each through a bounded buffer of its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+_LOGGER = logging.getLogger(__name__)
 
 
 def _optional() -> Any:
@@ -88,3 +97,75 @@ class ControlDone(Event):
 
     def to_json(self) -> dict[str, Any]:
         return {**super().to_json(), "affected": list(self.affected)}
+
+
+class Listener:
+    """One listener's bounded buffer of the daemon's events (see `Fanout`). Thread-safe."""
+
+    def __init__(self, fanout: Fanout, maxlen: int, wake: Callable[[], object]) -> None:
+        self._fanout = fanout
+        self._maxlen = maxlen
+        self._wake = wake
+        self._lock = threading.Lock()
+        self._events: deque[Event] = deque()
+        self.overflowed = False
+        """Its buffer filled up: it was cut off and gets nothing more (`take` still drains
+        what it holds). Its reader is too slow; it should say so and reconnect."""
+
+    def offer(self, event: Event) -> None:
+        """From the daemon's threads; never blocks, never raises."""
+        with self._lock:
+            if self.overflowed:
+                return
+            if len(self._events) >= self._maxlen:
+                self.overflowed = True
+            else:
+                self._events.append(event)
+        try:
+            self._wake()
+        except Exception:  # a listener's problem must never reach the daemon
+            _LOGGER.exception("Waking an event listener failed")
+
+    def take(self) -> list[Event]:
+        """Everything buffered, oldest first (empty: nothing new)."""
+        with self._lock:
+            events = list(self._events)
+            self._events.clear()
+            return events
+
+    def close(self) -> None:
+        self._fanout.remove(self)
+
+
+class Fanout:
+    """The daemon's events to every listener (the MQTT `<prefix>/event` topic aside), each with
+    a bounded buffer of its own: a slow listener never blocks the daemon nor delays the others.
+    When one's buffer is full it is cut off (`Listener.overflowed`) rather than silently losing
+    events from the middle of its stream."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = []
+
+    def listen(self, wake: Callable[[], object], maxlen: int = 256) -> Listener:
+        """A new listener; `wake()` is called (from a daemon thread, must not block) after each
+        event is offered to it. Close it when done."""
+        listener = Listener(self, maxlen, wake)
+        with self._lock:
+            self._listeners.append(listener)
+        return listener
+
+    def remove(self, listener: Listener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._listeners)
+
+    def publish(self, event: Event) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener.offer(event)

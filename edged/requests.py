@@ -34,10 +34,13 @@ _CONTROL_CHARS: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 class RequestError(ValueError):
     """A payload cannot be served; the message is a sentence safe to publish in an event."""
 
-    def __init__(self, message: str, request_id: str | None = None) -> None:
+    def __init__(self, message: str, request_id: str | None = None, *,
+                 too_large: bool = False) -> None:
         super().__init__(message)
         self.request_id = request_id
         """The payload's id when it had a valid one, so the rejection can be matched."""
+        self.too_large = too_large
+        """The text or the payload is over its size limit (HTTP answers 413, not 400)."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ def parse_request(payload: bytes, rules: Rules) -> Request:
     try:
         return _build(data, request_id, rules)
     except RequestError as err:
-        raise RequestError(str(err), request_id) from None
+        raise RequestError(str(err), request_id, too_large=err.too_large) from None
 
 
 def parse_control(payload: bytes) -> Control:
@@ -186,7 +189,8 @@ def _check_text(text: str, max_chars: int) -> str:
     if not text:
         raise RequestError("text is empty")
     if len(text) > max_chars:
-        raise RequestError(f"text is {len(text)} characters; the limit is {max_chars}")
+        raise RequestError(f"text is {len(text)} characters; the limit is {max_chars}",
+                           too_large=True)
     bad = _CONTROL_CHARS.search(text)
     if bad:
         raise RequestError(
@@ -234,7 +238,8 @@ def _no_unknown(data: dict[str, Any], allowed: tuple[str, ...]) -> None:
 
 def _decode(payload: bytes, max_bytes: int) -> str:
     if len(payload) > max_bytes:
-        raise RequestError(f"payload is {len(payload)} bytes; the limit is {max_bytes}")
+        raise RequestError(f"payload is {len(payload)} bytes; the limit is {max_bytes}",
+                           too_large=True)
     try:
         return payload.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as err:

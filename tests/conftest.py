@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ("http_harness",)  # the HTTP tests' fixtures (and the MQTT watcher)
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"

@@ -56,7 +56,9 @@ def _build(cls: type, data: object, prefix: str, base_dir: Path) -> Any:
         raise ConfigError(
             f"{prefix}{unknown[0]}: unknown key; known keys: {', '.join(sorted(fields))}"
         )
-    values = {}
+    # An internal field with `given: KEY` records whether the file set KEY (not its default).
+    values: dict[str, Any] = {f.name: f.metadata["given"] in data for f in dataclasses.fields(cls)
+                              if f.metadata.get("internal") and "given" in f.metadata}
     for name, f in fields.items():
         if name in data:
             values[name] = _convert(hints[name], data[name], f"{prefix}{name}", base_dir, f.metadata)

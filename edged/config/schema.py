@@ -11,12 +11,14 @@ folder the config names without a list of keys of their own:
 
 from __future__ import annotations
 
+import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 PATH_KINDS = ("file", "secret", "pem", "wav", "folder", "state")
+_ORIGIN_RE = re.compile(r"https?://[^/\s?#*]+")
 
 
 class ConfigError(Exception):
@@ -204,6 +206,41 @@ class AudioConfig:
 
 
 @dataclass(frozen=True)
+class HttpConfig:
+    """The HTTP server: `/api/tts`, OpenAI's `/v1/audio/speech`, `/api/say`, the web page."""
+
+    enabled: bool = True
+    """On by default, on loopback only. Left at its default, a port that cannot be bound is one
+    warning and the daemon runs on without HTTP; set explicitly, it fails the start."""
+    host: str = "127.0.0.1"
+    """Address to listen on; 0.0.0.0 or a LAN address exposes it (set api_key_file then)."""
+    port: int = _opt(8093, min=0, max=65535)
+    """TCP port; 0: any free port (the one taken is shown in <prefix>/state)."""
+    api_key_file: Path | None = _path("secret")
+    """File holding the API key; when set, every API endpoint needs `Authorization: Bearer
+    <key>` (/healthz and the page's static files do not)."""
+    cors_origins: tuple[str, ...] = ()
+    """Origins (`https://host:port`) whose pages may call the API; empty: none (CORS off)."""
+    allow_query_key: bool = False
+    """Accept the key as `?key=` too, for media players that cannot send a header. The key then
+    shows in URLs: browser history, proxy logs, the Referer of a page."""
+    max_streams: int = _opt(2, min=1, max=64)
+    """Uncached syntheses HTTP may run at once (cached answers take none); more get 429."""
+    batch_max_items: int = _opt(20, min=1, max=1000)
+    """Texts one /api/tts-batch request may hold."""
+    enabled_given: bool = field(default=False, metadata={"internal": True, "given": "enabled"})
+    """Whether the file set `enabled` (not a key): only then is a port in use fatal."""
+
+    def __post_init__(self) -> None:
+        if not self.host.strip():
+            raise ConfigError("http.host: must not be empty")
+        for i, origin in enumerate(self.cors_origins):
+            if not _ORIGIN_RE.fullmatch(origin):
+                raise ConfigError(f"http.cors_origins[{i}]: {origin!r} is not an origin "
+                                  "(scheme://host[:port], no path; '*' is not accepted)")
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole file."""
 
@@ -218,6 +255,7 @@ class Config:
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     audio: AudioConfig = field(default_factory=AudioConfig)
+    http: HttpConfig = field(default_factory=HttpConfig)
     source: Path | None = field(default=None, metadata={"internal": True})
     """The file this config was read from (not a key)."""
 

@@ -1,0 +1,7 @@
+"""The HTTP server: `/api/tts`, OpenAI's `/v1/audio/speech`, `/api/say` and the daemon's events,
+health and metrics, and a web page to type and listen (`GET /`)."""
+
+from .server import HttpServer, bind, url_of
+from .speak import SOURCE
+
+__all__ = ["SOURCE", "HttpServer", "bind", "url_of"]

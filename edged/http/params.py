@@ -1,0 +1,91 @@
+"""What a speech request asks for, from a JSON body or a query string, checked by the same rules
+as an MQTT announcement (requests.py: text length and characters, voice, speaker, speed, volume).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from aiohttp import web
+
+from ..requests import Request, RequestError, Rules, parse_request
+from .errors import HttpError
+from .formats import ALIASES, FORMATS, Format, supported
+
+TTS_FIELDS: Final = ("text", "voice", "speaker", "speed", "volume", "format")
+_NUMBERS: Final = ("speed", "volume")
+
+
+@dataclass(frozen=True)
+class TtsParams:
+    text: str
+    voice: str | None
+    speaker: str | int | None
+    speed: float | None
+    volume: float
+    format: Format
+    rate_hz: int | None = None
+    """Resample to this rate (OpenAI's pcm is 24 kHz); None: the voice's own."""
+
+
+async def json_object(request: web.Request) -> dict[str, Any]:
+    """The body as a JSON object (its size is capped by the server: 413 beyond)."""
+    raw = await request.read()
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as err:  # RecursionError: absurdly nested arrays
+        raise HttpError(400, f"the body is not valid JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise HttpError(400, "the body must be a JSON object")
+    return data
+
+
+def from_query(query: Mapping[str, str]) -> dict[str, Any]:
+    """`?text=...&speed=1.2`: numbers and a numeric speaker made numbers, the rest as given."""
+    data: dict[str, Any] = {}
+    for key, value in query.items():
+        if key in data:
+            raise HttpError(400, f"{key} is given twice")
+        data[key] = value
+    for key in _NUMBERS:
+        if key in data:
+            try:
+                data[key] = float(data[key])
+            except ValueError:
+                raise HttpError(400, f"{key} must be a number, got {data[key][:40]!r}") from None
+    if isinstance(data.get("speaker"), str) and data["speaker"].isdigit():
+        data["speaker"] = int(data["speaker"])
+    return data
+
+
+def tts_params(data: dict[str, Any], rules: Rules, *, fields: tuple[str, ...] = TTS_FIELDS,
+               default_format: str = "wav") -> TtsParams:
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        raise HttpError(400, f"unknown field {unknown[0][:40]!r}; allowed fields: "
+                        f"{', '.join(fields)}")
+    rest = dict(data)
+    fmt = pick_format(rest.pop("format", default_format))
+    request = checked(rest, rules)
+    return TtsParams(request.text, request.voice, request.speaker, request.speed,
+                     request.volume, fmt)
+
+
+def pick_format(name: object, field: str = "format") -> Format:
+    if not isinstance(name, str):
+        raise HttpError(400, f"{field} must be a string")
+    fmt = FORMATS.get(ALIASES.get(name, name))
+    if fmt is None:
+        raise HttpError(415, f"{field} {name[:40]!r} is not supported; supported: {supported()}")
+    return fmt
+
+
+def checked(data: dict[str, Any], rules: Rules) -> Request:
+    """`data` through the MQTT request rules: a `Request`, or 400/413 with their sentence."""
+    try:
+        return parse_request(json.dumps(data).encode(), rules)
+    except RequestError as err:
+        raise HttpError(413 if err.too_large else 400, str(err)) from None

@@ -1,0 +1,60 @@
+"""What `<prefix>/state` (retained) and the HTTP server's `/api/state` say about the device.
+
+Cache figures are refreshed at most every 5 s (they may rescan a folder); other rooms add parts
+of their own with `report` (the HTTP server: its address, or why it is off).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Final
+
+from . import __version__
+from .cache import PhraseCache
+from .config import Config
+from .voice import VoicePool
+
+_STATS_EVERY_S: Final = 5.0
+
+
+class StateBoard:
+    """Thread-safe."""
+
+    def __init__(self, config: Config, pool: VoicePool, cache: PhraseCache) -> None:
+        self._config = config
+        self._pool = pool
+        self._cache = cache
+        self._lock = threading.Lock()
+        self._stats: tuple[float, dict[str, Any]] = (0.0, {})
+        self._parts: dict[str, Any] = {}
+
+    def report(self, part: str, value: Any) -> None:
+        with self._lock:
+            self._parts[part] = value
+
+    def build(self, *, speaking: bool, queue: int, paused: bool) -> dict[str, Any]:
+        now = time.monotonic()
+        with self._lock:
+            refresh = now - self._stats[0] > _STATS_EVERY_S
+            parts = dict(self._parts)
+        if refresh:
+            try:
+                stats = self._cache.stats()
+            except Exception as err:  # stats are nice to have; never worth a failed request
+                stats = {"error": str(err)}
+            with self._lock:
+                self._stats = (now, stats)
+        return {
+            "state": "speaking" if speaking else "idle",
+            "queue": queue,
+            "paused": paused,
+            "voice": self._pool.get().name,
+            "voices": sorted(self._pool.names),
+            "output": self._config.output,
+            "cache": self._stats[1],
+            "version": __version__,
+            "device_id": self._config.device_id,
+            "ts": round(time.time(), 3),
+            **parts,
+        }

@@ -1,0 +1,141 @@
+"""Test harness for the HTTP server: the whole daemon (`assemble` + `App.start`, as `edged run`
+does) in this process, on a real loopback socket, with the test broker and the tiny voice.
+
+In-process so a test can see the scheduler and the cache behind the server (work freed when a
+client leaves); the port rules and start-up failures are tested on `edged run` itself
+(test_http_run.py). A pytest plugin (conftest.py names it): its fixtures are everywhere.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import Broker
+from daemon_harness import make_daemon, watcher  # noqa: F401 - fixtures, registered with this plugin
+
+from edged.assembly import App, assemble
+from edged.config import parse_config
+
+TIMEOUT_S = 10.0
+
+
+class HttpDaemon:
+    """The daemon with HTTP on port 0 (a free port); `url` once started."""
+
+    def __init__(self, workdir: Path, broker_port: int, prefix: str, voice_path: Path,
+                 **overrides: Any) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        data: dict[str, Any] = {
+            "device_id": "test", "output": "publish", "log_level": "info",
+            "voice": {"name": str(voice_path)},
+            "mqtt": {"host": "127.0.0.1", "port": broker_port, "topic_prefix": prefix,
+                     "state_dir": "state", "reconnect_min_s": 0.1, "reconnect_max_s": 0.5},
+            "limits": {"stop_timeout_s": 5},
+            "cache": {"dir": "cache"},
+            "http": {"port": 0},
+        }
+        for section, values in overrides.items():
+            if isinstance(values, dict):
+                data.setdefault(section, {}).update(values)
+            else:
+                data[section] = values
+        self.config = parse_config(data, workdir)
+        self.app: App | None = None
+        self.url = ""
+
+    def start(self) -> HttpDaemon:
+        self.app = assemble(self.config, status=lambda _line: None)
+        self.app.start()
+        self.url = self.app.daemon.state()["http"]["url"].rstrip("/")
+        return self
+
+    def stop(self) -> None:
+        if self.app is not None:
+            self.app.stop()
+            self.app = None
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=TIMEOUT_S, **kwargs)
+
+    def wait_streams(self, source: str, count: int) -> None:
+        """Until `source` has `count` synthesis streams open at the scheduler."""
+        assert self.app is not None
+        scheduler = self.app.speech.scheduler
+        # The scheduler's own condition is notified whenever a stream's slot is taken or freed.
+        with scheduler._cond:
+            ok = scheduler._cond.wait_for(lambda: scheduler._open[source] == count, TIMEOUT_S)
+        assert ok, f"{source} has {scheduler.open_streams()[source]} streams open, not {count}"
+
+
+@pytest.fixture
+def make_http(tmp_path: Path, broker: Broker, unique_prefix: str,
+              tiny_voice_path: Path) -> Iterator[Callable[..., HttpDaemon]]:
+    """Factory for started in-process daemons with HTTP; all stopped at the end."""
+    made: list[HttpDaemon] = []
+
+    def make(name: str = "d", **overrides: Any) -> HttpDaemon:
+        daemon = HttpDaemon(tmp_path / name, broker.port, unique_prefix, tiny_voice_path,
+                            **overrides)
+        made.append(daemon)
+        return daemon.start()
+
+    yield make
+    for daemon in made:
+        daemon.stop()
+
+
+@pytest.fixture
+def http(make_http: Callable[..., HttpDaemon]) -> HttpDaemon:
+    """One started daemon with HTTP on loopback, no key, the tiny voice."""
+    return make_http()
+
+
+class SseReader:
+    """Reads `/api/events` on a thread of its own and records each event, in order."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.opened = threading.Event()
+        self._cond = threading.Condition()
+        self._client = httpx.Client(timeout=httpx.Timeout(TIMEOUT_S, read=None))
+        self._thread = threading.Thread(target=self._read, args=(url, headers or {}),
+                                        daemon=True)
+        self._thread.start()
+        assert self.opened.wait(TIMEOUT_S), "the event stream did not open"
+
+    def _read(self, url: str, headers: dict[str, str]) -> None:
+        import json
+
+        try:
+            with self._client.stream("GET", url, headers=headers) as response:
+                self.status = response.status_code
+                self.opened.set()
+                kind = ""
+                for line in response.iter_lines():
+                    if line.startswith("event:"):
+                        kind = line[6:].strip()
+                    elif line.startswith("data:"):
+                        with self._cond:
+                            self.events.append((kind, json.loads(line[5:])))
+                            self._cond.notify_all()
+        except httpx.HTTPError:
+            pass  # closed by the test
+
+    def wait(self, pred: Callable[[str, dict[str, Any]], bool]) -> tuple[str, dict[str, Any]]:
+        with self._cond:
+            found: list[tuple[str, dict[str, Any]]] = []
+
+            def seen() -> bool:
+                found[:] = [e for e in self.events if pred(*e)]
+                return bool(found)
+
+            assert self._cond.wait_for(seen, TIMEOUT_S), f"not seen; events: {self.events}"
+            return found[0]
+
+    def close(self) -> None:
+        self._client.close()
