@@ -31,6 +31,7 @@ from typing import Any, Final
 from . import __version__
 from .announcer import Announcer, Job
 from .config import Config
+from .device_state import DeviceSettings, Recent
 from .donelog import DoneLog
 from .events import ControlDone, Event, Failed, Finished, Queued, Rejected, Started
 from .jobqueue import JobQueue, QueueFull
@@ -53,7 +54,8 @@ class Daemon:
     `stop` from any thread."""
 
     def __init__(self, config: Config, *, speech: Speech, done: DoneLog, player: Player | None,
-                 link: MqttLink, status: Callable[[str], None] | None = None) -> None:
+                 link: MqttLink, status: Callable[[str], None] | None = None,
+                 settings: DeviceSettings | None = None) -> None:
         self.config = config
         self._speech = speech
         self._pool = speech.pool
@@ -73,13 +75,16 @@ class Daemon:
         self._current: Job | None = None
         self._stopping = threading.Event()
         self._stats: tuple[float, dict[str, Any]] = (0.0, {})
+        self.settings = settings or DeviceSettings(None, self._pool.choices)
+        """Device volume and selected voice (Home Assistant's number and select)."""
+        self.recent = Recent()
         self.heartbeat = time.monotonic()
         self.link = link
         link.handler = self
         self._announcer = Announcer(speech, player, self.link,
                                     stream_audio=config.mqtt.stream_audio,
                                     fallback_to_publish=config.audio.fallback_to_publish,
-                                    beat=self._beat)
+                                    beat=self._beat, settings=self.settings)
         self._worker = threading.Thread(target=self._work, name="edged-announcer", daemon=True)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -270,6 +275,7 @@ class Daemon:
                          event.duration_ms, event.first_audio_ms)
         else:
             _LOGGER.info("Request %s failed: %s", event.id, event.error)
+        self.recent.record(job.request.text, event)
         self._done.add(job.done_key)
         with self._lock:
             self._held.pop((job.ticket.generation, job.ticket.mid), None)
@@ -283,6 +289,10 @@ class Daemon:
 
     def _publish(self, event: Event) -> None:
         self.link.publish_json(self.link.topics.event, event.to_json())
+
+    def publish_state(self) -> None:
+        """Publish `<p>/state` now (after a setting changed)."""
+        self._publish_state()
 
     def _publish_state(self) -> None:
         with self._lock:
@@ -301,6 +311,10 @@ class Daemon:
             "voices": sorted(self._pool.names),
             "output": self.config.output,
             "cache": self._stats[1],
+            "cache_hit_ratio": self._stats[1].get("hit_ratio"),
+            "volume": self.settings.volume,
+            "selected_voice": self.settings.voice or self._pool.choices[0],
+            **self.recent.state(),
             "version": __version__,
             "device_id": self.config.device_id,
             "ts": round(time.time(), 3),

@@ -9,15 +9,18 @@ from .schema import (
     Config,
     ConfigError,
     FrontendConfig,
+    HomeAssistantConfig,
     LimitsConfig,
     MqttConfig,
     TlsConfig,
     VoiceConfig,
+    WyomingConfig,
     check_topic_part,
 )
 
 __all__ = [
     "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
-    "FrontendConfig", "LimitsConfig", "MqttConfig", "TlsConfig", "VoiceConfig",
+    "FrontendConfig", "HomeAssistantConfig", "LimitsConfig", "MqttConfig", "TlsConfig",
+    "VoiceConfig", "WyomingConfig",
     "check_topic_part", "load_config", "parse_config",
 ]
