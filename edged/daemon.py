@@ -281,6 +281,8 @@ class Daemon:
             self._held.pop((job.ticket.generation, job.ticket.mid), None)
             self._active_ids.discard(job.request.id)
         self.link.ack(job.ticket)
+        self._stats = (0.0, self._stats[1])  # fresh cache figures with the outcome
+        self._publish_state()  # the last announcement's outcome (Home Assistant's sensors)
 
     def _reject(self, request_id: str, error: str, ticket: Ticket) -> None:
         _LOGGER.warning("Rejected request %s: %s", request_id, error)

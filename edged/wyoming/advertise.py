@@ -79,7 +79,8 @@ class Advertiser:
                 addresses=[ipaddress.ip_address(a).packed for a in self.addresses],
                 properties={"program": "edged"})
             self._zeroconf = AsyncZeroconf()
-            await self._zeroconf.async_register_service(self._info)
+            announced = await self._zeroconf.async_register_service(self._info)
+            await announced  # the announcements are sent
         except Exception as err:  # advertising is a convenience, never a reason to stop
             _LOGGER.warning("Zeroconf: cannot advertise the Wyoming server (%s: %s); add it to "
                             "Home Assistant by host and port", type(err).__name__, err)
@@ -95,7 +96,8 @@ class Advertiser:
             return
         try:
             if self._info is not None:
-                await zeroconf.async_unregister_service(self._info)
+                goodbyes = await zeroconf.async_unregister_service(self._info)
+                await goodbyes  # sent before the sockets close, or browsers keep the record
             await zeroconf.async_close()
         except Exception as err:
             _LOGGER.debug("Zeroconf: stopping failed: %s", err)

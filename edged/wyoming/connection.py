@@ -269,6 +269,10 @@ class Connection:
         if not response.started:
             await self._send(AudioStart(rate=rate, width=2, channels=1).event())
             response.started = True
+        elif response.streaming:  # the pause a voice makes between the sentences of one text
+            pause = rate * stream.utterance.voice.sentence_pause_ms // 1000
+            await self._send(AudioChunk(rate=rate, width=2, channels=1,
+                                        audio=bytes(2 * pause)).event())
         async for chunk in chunks(stream):
             if response.first_audio is None:
                 response.first_audio = time.monotonic()

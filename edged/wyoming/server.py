@@ -28,7 +28,7 @@ from ..net import spawn
 from ..priorities import rank
 from ..synthesis import Speech
 from .advertise import Advertiser, addresses_to_advertise
-from .connection import SOURCE, Connection, Context
+from .connection import Connection, Context
 from .framing import Bounds
 from .info import VoiceListing, build_info
 
@@ -61,8 +61,9 @@ class WyomingServer:
         self.port = self._config.port
 
     @property
-    def source(self) -> str:
-        return SOURCE
+    def advertised(self) -> list[str]:
+        """The addresses being advertised over zeroconf (or being registered); [] when not."""
+        return list(self._advertiser.addresses) if self._advertiser is not None else []
 
     async def start(self) -> None:
         host, port = self._config.host, self._config.port
