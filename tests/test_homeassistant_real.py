@@ -171,6 +171,26 @@ def test_notify_from_home_assistant_makes_edged_speak(
     assert (event["event_type"], event["id"]) == ("finished", final["id"])
 
 
+def _documented_payload_template() -> str:
+    """The `payload:` template of the mqtt.publish example in docs/homeassistant.md."""
+    doc = (ROOT / "docs" / "homeassistant.md").read_text()
+    block = doc.split("payload: >-\n", 1)[1].split("```", 1)[0]
+    return " ".join(line.strip() for line in block.splitlines() if line.strip())
+
+
+def test_the_documented_critical_announcement_script_works(
+        ha: HomeAssistant, edged: tuple[DaemonProc, Watcher]) -> None:
+    """The docs' mqtt.publish example, rendered by HA's own template engine and published by HA,
+    is a critical announcement that edged speaks."""
+    _daemon, watcher = edged
+    rendered = ha.call("POST", "/api/template", {"template": _documented_payload_template()})
+    assert rendered["priority"] == "critical" and rendered["id"].startswith("smoke-")
+    ha.service("mqtt", "publish", topic=f"{watcher.prefix}/say", qos=1,
+               payload=json.dumps(rendered))
+    assert watcher.event(rendered["id"], "queued", _TIMEOUT_S)["priority"] == "critical"
+    assert watcher.final(rendered["id"], _TIMEOUT_S)["event"] == "finished"
+
+
 def test_a_failed_announcement_is_an_event_in_home_assistant(
         ha: HomeAssistant, edged: tuple[DaemonProc, Watcher]) -> None:
     """What an automation reacts to: a notify message edged refuses (too long) becomes a
