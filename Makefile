@@ -6,7 +6,7 @@ APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-ven
                 chromium chromium-driver
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install run test test-long bench lint clean
+.PHONY: install run test test-long test-ha bench lint clean
 
 # System packages: install only what is missing (apt-get update only when needed).
 .deps-apt: Makefile
@@ -43,6 +43,13 @@ test: install lint
 test-long: install
 	$(VENV)/bin/pytest -m long
 
+# A real Home Assistant (../shared/homeassistant: HA core + mosquitto on loopback, installed once
+# into /tmp/ha, about 4 minutes): discovery, entities acting on edged, HA's Wyoming client.
+HA_HARNESS ?= ../shared/homeassistant
+test-ha: install
+	HA_HARNESS=$(abspath $(HA_HARNESS)) $(HA_HARNESS)/install.sh
+	HA_HARNESS=$(abspath $(HA_HARNESS)) $(VENV)/bin/pytest -m ha -v
+
 bench: install
 	$(PY) -m pip install -q -e '.[test,bench]'
 	$(PY) bench/synth.py
@@ -51,6 +58,7 @@ bench: install
 	$(PY) bench/mqtt.py
 	$(PY) bench/http_stack.py
 	$(PY) bench/http.py
+	$(PY) bench/wyoming.py
 
 lint: install
 	$(VENV)/bin/ruff check edged tests bench

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .audio import Audio, with_volume
+from .device_state import DeviceSettings
 from .events import Finished
 from .mqtt import AudioSink, MqttLink, Ticket
 from .playback import PlaybackReport, Player, PlayerError
@@ -57,20 +58,27 @@ class Announcer:
     """Runs on the daemon's announcer thread, one job at a time."""
 
     def __init__(self, speech: Speech, player: Player | None, link: MqttLink, *,
-                 stream_audio: bool, fallback_to_publish: bool, beat: Callable[[], None]) -> None:
+                 stream_audio: bool, fallback_to_publish: bool, beat: Callable[[], None],
+                 settings: DeviceSettings | None = None) -> None:
         self._speech = speech
         self._player = player
         self._link = link
         self._stream_audio = stream_audio
         self._fallback_to_publish = fallback_to_publish
         self._beat = beat
+        self._settings = settings
+        """The device's volume and selected voice, applied to every announcement."""
 
     def announce(self, job: Job) -> Finished:
         """Speak `job`. Raises on voice, scheduler or player failure (the job failed)."""
         request = job.request
-        utterance = self._speech.utterance(request.text, job.voice_name, speaker=request.speaker,
+        voice_name, volume = job.voice_name, request.volume
+        if self._settings is not None:
+            voice_name = voice_name or self._settings.voice
+            volume *= self._settings.volume_factor
+        utterance = self._speech.utterance(request.text, voice_name, speaker=request.speaker,
                                            speed=request.speed)
-        delivery = _Delivery(job, self._sink(job) if job.publishes else None,
+        delivery = _Delivery(job, self._sink(job) if job.publishes else None, volume=volume,
                              keep=self._fallback_to_publish and not job.publishes, beat=self._beat)
         report: PlaybackReport | None = None
         with contextlib.closing(self._speech.open(utterance, rank=request.rank,
@@ -88,7 +96,7 @@ class Announcer:
         request = job.request
         started = time.monotonic()
         try:
-            report = self._player.play(chunks, priority=request.priority, volume=request.volume,
+            report = self._player.play(chunks, priority=request.priority, volume=delivery.volume,
                                        rate_hz=utterance.voice.rate_hz)
         except PlayerError as err:
             if not self._fallback_to_publish:
@@ -113,9 +121,11 @@ class _Delivery:
     """What one announcement's chunks go through on their way to the player: counted, published
     (at the request's volume), kept while a fallback to publishing may still need them."""
 
-    def __init__(self, job: Job, sink: AudioSink | None, *, keep: bool,
+    def __init__(self, job: Job, sink: AudioSink | None, *, volume: float, keep: bool,
                  beat: Callable[[], None]) -> None:
         self._job = job
+        self.volume = volume
+        """The request's volume times the device's."""
         self._sink = sink
         self._kept: list[Audio] | None = [] if keep else None
         self._beat = beat
@@ -135,7 +145,7 @@ class _Delivery:
             self._frames += len(chunk.samples)
             self._rate = chunk.rate_hz
             if self._sink is not None:
-                self._sink.add(with_volume(chunk, self._job.request.volume))
+                self._sink.add(with_volume(chunk, self.volume))
             elif self._kept is not None:
                 self._kept.append(chunk)
             yield chunk
@@ -148,7 +158,7 @@ class _Delivery:
         if self._sink is None:
             self._sink = sink
             for chunk in self._kept or ():
-                sink.add(with_volume(chunk, self._job.request.volume))
+                sink.add(with_volume(chunk, self.volume))
         self._kept = None
 
     def first_audio(self, at: float) -> None:

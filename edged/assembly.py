@@ -22,12 +22,15 @@ from .cache import PhraseCache, expand_phrases
 from .checks import ensure_ready
 from .config import Config
 from .daemon import Daemon
+from .device_state import DeviceSettings
 from .donelog import DoneLog
+from .homeassistant import HomeAssistantBridge
 from .mqtt import MqttLink
 from .net import NetLoop, Server
 from .playback import Player, PlayerError
 from .synthesis import Scheduler, SchedulerStopped, Speech, auto_workers
 from .voice import Voice, VoicePool, default_settings, inference_threads, load_voice
+from .wyoming import WyomingError, WyomingServer, list_voices
 
 _LOGGER = logging.getLogger(__name__)
 WARM_SOURCE: Final = "warm"
@@ -51,10 +54,15 @@ class App:
     """The network servers' loop, when any server is configured."""
 
     def start(self) -> None:
+        """StartError when a network server cannot start (everything started is stopped)."""
         self.speech.scheduler.start()
         self.daemon.start()
         if self.net is not None:
-            self.net.start()
+            try:
+                self.net.start()
+            except WyomingError as err:
+                self.stop()
+                raise StartError(str(err)) from None
         if self.phrases:
             threading.Thread(target=self._warm, name="edged-warm", daemon=True).start()
 
@@ -89,13 +97,23 @@ def assemble(config: Config, status: Callable[[str], None]) -> App:
     voice = _warmed_up(config, load_voice(config, status=status))
     workers = config.limits.synthesis_workers or auto_workers(
         os.cpu_count() or 1, inference_threads(config), config.limits.memory_mb)
-    scheduler = Scheduler(workers, {"mqtt": 1, WARM_SOURCE: 1, "http": config.http.max_streams})
-    speech = Speech(config, VoicePool(config, default=voice), PhraseCache(config.cache), scheduler)
+    sources = {"mqtt": 1, WARM_SOURCE: 1, "http": config.http.max_streams}
+    if config.wyoming.enabled:  # one synthesis stream per connection at most
+        sources[WyomingServer.name] = config.wyoming.max_connections
+    scheduler = Scheduler(workers, sources)
+    pool = VoicePool(config, default=voice)
+    speech = Speech(config, pool, PhraseCache(config.cache), scheduler)
+    settings = DeviceSettings.load(config.mqtt.state_dir / "device.json", pool.choices)
     player = _open_player(config)
     done = DoneLog(config.mqtt.state_dir / "done.jsonl", window_s=config.mqtt.session_expiry_s)
     link = MqttLink(config, receive_maximum=config.limits.queue + 2)
-    daemon = Daemon(config, speech=speech, done=done, player=player, link=link, status=status)
+    daemon = Daemon(config, speech=speech, done=done, player=player, link=link, status=status,
+                    settings=settings)
+    HomeAssistantBridge(config, daemon, pool.choices).attach()
     servers: list[Server] = []  # the network servers (Wyoming, HTTP) join here
+    if config.wyoming.enabled:
+        listings = list_voices(config, pool.choices, {voice.name: voice.onnx_path})
+        servers.append(WyomingServer(config, speech, listings, settings))
     servers += _http_server(config, daemon, speech)
     return App(config, daemon, speech, player, phrases, NetLoop(servers) if servers else None)
 

@@ -33,6 +33,7 @@ from typing import Any, Final, Literal
 
 from .announcer import Announcer, Job
 from .config import Config
+from .device_state import DeviceSettings, Recent
 from .donelog import DoneLog
 from .events import ControlDone, Event, Failed, Fanout, Finished, Queued, Rejected, Started
 from .jobqueue import JobQueue, QueueFull
@@ -67,7 +68,8 @@ class Daemon:
     `stop` from any thread."""
 
     def __init__(self, config: Config, *, speech: Speech, done: DoneLog, player: Player | None,
-                 link: MqttLink, status: Callable[[str], None] | None = None) -> None:
+                 link: MqttLink, status: Callable[[str], None] | None = None,
+                 settings: DeviceSettings | None = None) -> None:
         self.config = config
         self._speech = speech
         self._pool = speech.pool
@@ -86,7 +88,10 @@ class Daemon:
         self._active_ids: set[str] = set()
         self._current: Job | None = None
         self._stopping = threading.Event()
-        self._board = StateBoard(config, self._pool, self._cache)
+        self.settings = settings or DeviceSettings(None, self._pool.choices)
+        """Device volume and selected voice (Home Assistant's number and select)."""
+        self.recent = Recent()
+        self._board = StateBoard(config, self._pool, self._cache, self.settings, self.recent)
         self.fanout = Fanout()  # every event, to in-process listeners (HTTP's Server-Sent Events)
         self.heartbeat = time.monotonic()
         self.link = link
@@ -94,7 +99,7 @@ class Daemon:
         self._announcer = Announcer(speech, player, self.link,
                                     stream_audio=config.mqtt.stream_audio,
                                     fallback_to_publish=config.audio.fallback_to_publish,
-                                    beat=self._beat)
+                                    beat=self._beat, settings=self.settings)
         self._worker = threading.Thread(target=self._work, name="edged-announcer", daemon=True)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -306,12 +311,15 @@ class Daemon:
                          event.duration_ms, event.first_audio_ms)
         else:
             _LOGGER.info("Request %s failed: %s", event.id, event.error)
+        self.recent.record(job.request.text, event)
         self._done.add(job.done_key)
         with self._lock:
             if job.ticket is not None:
                 self._held.pop((job.ticket.generation, job.ticket.mid), None)
             self._active_ids.discard(job.request.id)
         self._ack(job.ticket)
+        self._board.refresh_stats()  # fresh cache figures with the outcome
+        self._publish_state()  # the last announcement's outcome (Home Assistant's sensors)
 
     def _reject(self, request_id: str, error: str, ticket: Ticket | None,
                 problem: Literal["invalid", "too_large", "busy", "unavailable"] = "invalid",
@@ -340,6 +348,10 @@ class Daemon:
             speaking = self._current is not None
         return self._board.build(speaking=speaking, queue=len(self._queue),
                                  paused=self._queue.paused)
+
+    def publish_state(self) -> None:
+        """Publish `<p>/state` now (after a setting changed)."""
+        self._publish_state()
 
     def _publish_state(self) -> None:
         state = self.state()

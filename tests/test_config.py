@@ -88,3 +88,19 @@ def test_default_paths_resolve_beside_the_file(tmp_path: Path) -> None:
     config = load_config(tmp_path / "c.yaml")
     assert config.cache.dir == tmp_path / "cache"
     assert config.mqtt.state_dir == tmp_path / "state"
+
+
+def test_home_assistant_and_wyoming_keep_their_contract_names_and_defaults(tmp_path: Path) -> None:
+    """Other checks rely on these keys: discovery on by default, Wyoming off, on loopback:10200
+    when on, zeroconf on; bad values name the key."""
+    config = parse_config({}, tmp_path)
+    assert (config.homeassistant.discovery, config.homeassistant.discovery_prefix,
+            config.homeassistant.device_name) == (True, "homeassistant", None)
+    assert (config.wyoming.enabled, config.wyoming.host, config.wyoming.port,
+            config.wyoming.zeroconf) == (False, "127.0.0.1", 10200, True)
+    with pytest.raises(ConfigError, match="homeassistant.discovery_prefix: must not contain '#'"):
+        parse_config({"homeassistant": {"discovery_prefix": "ha/#"}}, tmp_path)
+    with pytest.raises(ConfigError, match="wyoming.port: 70000 is out of range"):
+        parse_config({"wyoming": {"port": 70000}}, tmp_path)
+    with pytest.raises(ConfigError, match="wyoming.priority: expected one of high, normal, low"):
+        parse_config({"wyoming": {"priority": "critical"}}, tmp_path)

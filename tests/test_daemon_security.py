@@ -69,14 +69,17 @@ def _write_pki(d: Path) -> None:
 @pytest.fixture
 def secure_broker(tmp_path: Path, unique_prefix: str):
     """mosquitto with TLS (client certificates required), passwords and an ACL that lets
-    user `edged` touch only `<prefix>/#`."""
+    user `edged` touch only `<prefix>/#` and its two Home Assistant discovery topics."""
     pki = tmp_path / "pki"
     pki.mkdir()
     _write_pki(pki)
     passwd, acl = tmp_path / "passwd", tmp_path / "acl"
     subprocess.run(["mosquitto_passwd", "-c", "-b", str(passwd), "edged", _PASSWORD], check=True)
     subprocess.run(["mosquitto_passwd", "-b", str(passwd), "admin", _ADMIN_PASSWORD], check=True)
-    acl.write_text(f"user edged\ntopic readwrite {unique_prefix}/#\n\n"
+    # Beside its prefix, Home Assistant discovery (on by default): its device config, HA's status.
+    acl.write_text(f"user edged\ntopic readwrite {unique_prefix}/#\n"
+                   "topic write homeassistant/device/test/config\n"
+                   "topic read homeassistant/status\n\n"
                    "user admin\ntopic readwrite #\n")
     port = free_port()
     broker = Broker(tmp_path / "broker", (

@@ -22,7 +22,7 @@ from make_tiny_voice import VITS_HOP, make_tiny_vits_voice, make_tiny_voice
 from edged.config import parse_config
 from edged.voice import Voice, load_voice
 from edged.voice.hashes import file_sha256
-from edged.voice.onnx import DECODE_WINDOW_FRAMES
+from edged.voice.onnx import DECODE_WINDOW_FRAMES, FIRST_WINDOW_FRAMES, window_bounds
 from edged.voice.prepared import PreparedModel, ensure_prepared, prepared_folder, read_prepared
 from edged.voice.split import NotSplittable, split_piper_graph
 
@@ -288,3 +288,27 @@ def test_work_folders_of_dead_preparers_are_removed(tmp_path: Path) -> None:
     _prepare(onnx_path, tmp_path / "cache")
     assert not leftover.exists()
     assert live.exists()
+
+
+def test_the_first_window_is_short_so_the_first_sound_comes_early(tmp_path: Path) -> None:
+    """An announcement's first chunk is FIRST_WINDOW_FRAMES of latent (the first sound waits for
+    the encoder and one small decoder call); later windows are the usual ones; the whole still
+    sounds as the unwindowed voice."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    prepared = _prepare(onnx_path, tmp_path / "cache")
+    voice = Voice.load(onnx_path, prepared=prepared)
+    chunks = list(voice.stream(LONG))
+    assert len(chunks[0].samples) == FIRST_WINDOW_FRAMES * VITS_HOP
+    assert max(len(c.samples) for c in chunks[1:]) <= DECODE_WINDOW_FRAMES * VITS_HOP
+    _same_audio(Voice.load(onnx_path), voice, LONG)
+
+
+@pytest.mark.parametrize(("frames", "first", "bounds"), [
+    (200, 24, [(0, 24), (24, 112), (112, 200)]),
+    (20, 24, [(0, 20)]),
+    (200, 0, [(0, 67), (67, 133), (133, 200)]),
+])
+def test_window_bounds_cover_every_frame_once(frames: int, first: int,
+                                              bounds: list[tuple[int, int]]) -> None:
+    """A short first window when asked, then the fewest equal windows of at most 96 frames."""
+    assert window_bounds(frames, DECODE_WINDOW_FRAMES, first) == bounds

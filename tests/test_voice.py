@@ -35,16 +35,17 @@ def test_tiny_voice_exact_samples(tiny: Voice) -> None:
 
 
 def test_stream_one_chunk_per_sentence_with_pause(tiny: Voice) -> None:
-    """Two sentences: two chunks; the pause follows the first sentence only."""
+    """Two sentences: a chunk each, and the pause as a chunk of its own after the first only (a
+    chunk never waits for the next one to be made: the first audio leaves with the first window)."""
     chunks = list(tiny.stream("Test one. Test two."))
     pieces = tiny.pieces("Test one. Test two.")
-    assert len(chunks) == len(pieces) == 2
+    assert len(pieces) == 2 and len(chunks) == 3
     pause = SAMPLE_RATE * 250 // 1000
     first_ids = tiny._ids(pieces[0].text)
     second_ids = tiny._ids(pieces[1].text)
-    assert len(chunks[0].samples) == len(first_ids) * SAMPLES_PER_ID + pause
-    assert not chunks[0].samples[-pause:].any()
-    assert len(chunks[1].samples) == len(second_ids) * SAMPLES_PER_ID
+    assert len(chunks[0].samples) == len(first_ids) * SAMPLES_PER_ID
+    assert len(chunks[1].samples) == pause and not chunks[1].samples.any()
+    assert len(chunks[2].samples) == len(second_ids) * SAMPLES_PER_ID
 
 
 def test_stream_equals_synthesize(tiny: Voice) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from . import cache, check_config, devices, run, say, voices
+from . import cache, check_config, devices, ha, run, say, voices
 from .common import CommandError
 
-COMMANDS = (say, voices, run, cache, devices, check_config)
+COMMANDS = (say, voices, run, cache, devices, check_config, ha)
 
 __all__ = ["COMMANDS", "CommandError"]

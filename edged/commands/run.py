@@ -84,7 +84,10 @@ def serve(config: Config) -> bool:
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, on_signal)
-    app.start()
+    try:
+        app.start()
+    except StartError as err:  # a network server that cannot listen (its port is taken, ...)
+        raise CommandError(str(err)) from None
     notifier.ready("idle")
     notifier.start_watchdog(lambda: app.daemon.heartbeat, config.limits.heartbeat_max_age_s)
     _LOGGER.info("edged %s ready: send text to %s", config.device_id, app.daemon.link.topics.say)

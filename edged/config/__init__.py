@@ -9,16 +9,19 @@ from .schema import (
     Config,
     ConfigError,
     FrontendConfig,
+    HomeAssistantConfig,
     HttpConfig,
     LimitsConfig,
     MqttConfig,
     TlsConfig,
     VoiceConfig,
+    WyomingConfig,
     check_topic_part,
 )
 
 __all__ = [
     "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
-    "FrontendConfig", "HttpConfig", "LimitsConfig", "MqttConfig", "TlsConfig", "VoiceConfig",
+    "FrontendConfig", "HomeAssistantConfig", "HttpConfig", "LimitsConfig", "MqttConfig",
+    "TlsConfig", "VoiceConfig", "WyomingConfig",
     "check_topic_part", "load_config", "parse_config",
 ]

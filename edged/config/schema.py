@@ -241,6 +241,50 @@ class HttpConfig:
 
 
 @dataclass(frozen=True)
+class HomeAssistantConfig:
+    """MQTT discovery: the device and its entities appear in Home Assistant by themselves."""
+
+    discovery: bool = True
+    """Publish the device config (retained) on connect and when Home Assistant comes back;
+    false: publish the empty config that removes the device."""
+    discovery_prefix: str = "homeassistant"
+    """Home Assistant's discovery prefix (its MQTT integration's setting); the device config
+    goes to <discovery_prefix>/device/<device_id>/config."""
+    device_name: str | None = None
+    """The device's name in Home Assistant; default: the host name."""
+
+    def __post_init__(self) -> None:
+        check_topic_part("homeassistant.discovery_prefix", self.discovery_prefix)
+        if self.device_name is not None and not self.device_name.strip():
+            raise ConfigError("homeassistant.device_name: must not be empty")
+
+
+@dataclass(frozen=True)
+class WyomingConfig:
+    """A Wyoming text-to-speech server (Home Assistant's Assist, `tts.speak`) on the shared voices."""
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    """Address to listen on; 0.0.0.0 for a Home Assistant on another machine (a conscious
+    choice: the protocol has no authentication)."""
+    port: int = _opt(10200, min=1, max=65535)
+    zeroconf: bool = True
+    """Advertise `_wyoming._tcp` over mDNS so Home Assistant discovers the server, only when
+    it listens beyond loopback."""
+    max_connections: int = _opt(4, min=1, max=64)
+    """Clients connected at once; one more gets an `error` event and is closed. Also the bound
+    on Wyoming's synthesis streams at the scheduler (one per connection)."""
+    max_chars: int = _opt(2000, min=1, max=100000)
+    """Longest text of one `synthesize`, or of one streamed response in total. Sentences are
+    synthesized one at a time, so memory does not grow with it."""
+    idle_timeout_s: float = _opt(60.0, min=1.0, max=3600.0)
+    """A connection that sends nothing for this long while nothing is being spoken is closed."""
+    priority: Literal["high", "normal", "low"] = "high"
+    """Rank of Wyoming synthesis at the scheduler; a critical MQTT announcement always goes
+    first (it waits for at most one decoder window of Wyoming work)."""
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole file."""
 
@@ -256,6 +300,8 @@ class Config:
     cache: CacheConfig = field(default_factory=CacheConfig)
     audio: AudioConfig = field(default_factory=AudioConfig)
     http: HttpConfig = field(default_factory=HttpConfig)
+    homeassistant: HomeAssistantConfig = field(default_factory=HomeAssistantConfig)
+    wyoming: WyomingConfig = field(default_factory=WyomingConfig)
     source: Path | None = field(default=None, metadata={"internal": True})
     """The file this config was read from (not a key)."""
 

@@ -20,6 +20,7 @@ import socket
 import ssl
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -93,6 +94,8 @@ class MqttLink:
         self._stopping = False
         self._last_error = ""
         self._dropped = 0
+        self._routes: dict[str, Callable[[bytes], None]] = {}
+        self._on_connect_hooks: list[Callable[[], None]] = []
 
         client = paho.Client(
             CallbackAPIVersion.VERSION2, client_id=config.client_id,
@@ -105,9 +108,7 @@ class MqttLink:
                                    self._mqtt.reconnect_max_s)  # type: ignore[arg-type]
         client.max_queued_messages_set(self._mqtt.max_offline_messages)
         client.will_set(self.topics.availability, b"offline", qos=1, retain=True)
-        if self._mqtt.username:
-            client.username_pw_set(self._mqtt.username, _read_password(self._mqtt.password_file))
-        _set_tls(client, config)
+        set_credentials(client, config)
         client.on_connect = self._on_connect
         client.on_connect_fail = self._on_connect_fail
         client.on_disconnect = self._on_disconnect
@@ -119,6 +120,16 @@ class MqttLink:
         self._connect_props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
         self._connect_props.SessionExpiryInterval = self._mqtt.session_expiry_s
         self._connect_props.ReceiveMaximum = receive_maximum
+
+    def add_route(self, topic: str, on_message: Callable[[bytes], None]) -> None:
+        """Also subscribe to `topic` (on every connect) and hand its payloads to `on_message`, on
+        paho's thread (acknowledged after it returns). For integrations beside the requests
+        (Home Assistant's status and its settings commands); call before start()."""
+        self._routes[topic] = on_message
+
+    def add_on_connect(self, hook: Callable[[], None]) -> None:
+        """Call `hook` on paho's thread after every (re)connect, once `online` is published."""
+        self._on_connect_hooks.append(hook)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -217,6 +228,8 @@ class MqttLink:
             # spoken again, on every (re)subscribe: take requests only as they are published.
             options = SubscribeOptions(qos=1, retainHandling=SubscribeOptions.RETAIN_DO_NOT_SEND)
             client.subscribe([(self.topics.say, options), (self.topics.control, options)])
+            if self._routes:  # retained messages welcome here (Home Assistant's status)
+                client.subscribe([(topic, SubscribeOptions(qos=1)) for topic in self._routes])
             self._send(self.topics.availability, b"online", retain=True)
             self._last_error = ""
             self.connected.set()
@@ -224,6 +237,8 @@ class MqttLink:
                          "resumed" if flags.session_present else "new")
             if self.handler is not None:
                 self.handler.on_connected(bool(flags.session_present))
+            for hook in self._on_connect_hooks:
+                hook()
         except Exception:
             _LOGGER.exception("Error in on_connect")
 
@@ -273,6 +288,9 @@ class MqttLink:
                 self.handler.on_say(bytes(msg.payload), ticket)
             elif msg.topic == self.topics.control:
                 self.handler.on_control(bytes(msg.payload), ticket)
+            elif msg.topic in self._routes:
+                self._routes[msg.topic](bytes(msg.payload))
+                self.ack(ticket)
             else:  # a subscription left over from an older config in the same session
                 self.ack(ticket)
         except Exception:
@@ -291,6 +309,13 @@ def _no_delay(_client: paho.Client, _u: Any, sock: socket.socket | Any) -> None:
     # for the broker's delayed ACK (40 ms on Linux) before leaving.
     with contextlib.suppress(OSError, AttributeError):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def set_credentials(client: paho.Client, config: Config) -> None:
+    """The configured user, password (from its file) and TLS files on `client`; ConfigError."""
+    if config.mqtt.username:
+        client.username_pw_set(config.mqtt.username, _read_password(config.mqtt.password_file))
+    _set_tls(client, config)
 
 
 def _read_password(path: Path | None) -> str | None:

@@ -12,6 +12,7 @@ than a file read.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from ..audio import Audio
@@ -27,7 +28,14 @@ async def open_speech(speech: Speech, text: str, *, voice: str | None = None,
         utterance = speech.utterance(text, voice, speaker=speaker, speed=speed)
         return speech.open(utterance, rank=rank, source=source)
 
-    return await run_blocking(open_)
+    opening = asyncio.ensure_future(run_blocking(open_))
+    try:
+        return await asyncio.shield(opening)
+    except asyncio.CancelledError:
+        # The executor cannot stop open_() once it runs: close what it opens, or the stream would
+        # hold its scheduler slot (and a worker) with no one to read it.
+        opening.add_done_callback(_close_opened)
+        raise
 
 
 async def chunks(stream: SpeechStream) -> AsyncIterator[Audio]:
@@ -41,6 +49,11 @@ async def chunks(stream: SpeechStream) -> AsyncIterator[Audio]:
             yield chunk
     finally:
         stream.close()  # never blocks: the scheduler drops the work at its next step
+
+
+def _close_opened(opening: asyncio.Future[SpeechStream]) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result().close()
 
 
 def _next_or_none(stream: SpeechStream) -> Audio | None:

@@ -40,6 +40,7 @@ class CatalogVoice:
     source: str
     files: tuple[CatalogFile, ...]
     license: str = ""
+    license_url: str = ""
 
 
 def catalog_path() -> Path | None:
@@ -85,7 +86,7 @@ def _voice(path: Path, name: str, entry: Any) -> CatalogVoice:
             raise CatalogError(f"{where}.files.{file_name}: expected a plain file name")
         files.append(CatalogFile(str(file_name), sha, size))
     return CatalogVoice(name, str(entry.get("source", "")), tuple(files),
-                        str(entry.get("license", "")))
+                        str(entry.get("license", "")), str(entry.get("license_url", "")))
 
 
 def _one_line(err: Exception) -> str:

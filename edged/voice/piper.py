@@ -21,7 +21,7 @@ from ..frontend.phonemes import PhonemeIds, PhonemizerError, phonemize
 from ..frontend.sentences import Piece, split_for_streaming
 from .errors import VoiceError
 from .hashes import file_sha256
-from .onnx import Model, WholeModel, open_session
+from .onnx import FIRST_WINDOW_FRAMES, Model, WholeModel, open_session
 from .piper_config import PiperConfig, read_piper_config
 from .prepared import PreparedModel
 from .settings import SynthesisSettings
@@ -179,23 +179,22 @@ class Voice:
         settings = settings or self.settings()
         pieces = self.pieces(text)
         for i, piece in enumerate(pieces):
-            yield from self._piece_audio(piece, settings, last=i == len(pieces) - 1)
+            yield from self._piece_audio(piece, settings, first=i == 0, last=i == len(pieces) - 1)
 
     def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio:
         """The whole announcement as one Audio."""
         return Audio.join(list(self.stream(text, settings)), self.rate_hz)
 
-    def _piece_audio(self, piece: Piece, settings: SynthesisSettings, last: bool) -> Iterator[Audio]:
-        parts = self._model.stream(self._feeds(self._ids(piece.text), settings))
-        pause = piece.ends_sentence and not last and self.sentence_pause_ms
-        samples = to_int16(next(parts))
-        for following in parts:  # one behind, so the pause can go onto the piece's last chunk
-            yield Audio(samples, self.rate_hz)
-            samples = to_int16(following)
-        if pause:
+    def _piece_audio(self, piece: Piece, settings: SynthesisSettings, *, first: bool,
+                     last: bool) -> Iterator[Audio]:
+        # Each window goes out as soon as it is decoded: holding one back (to put the pause onto
+        # the piece's last chunk) made the first audio wait for the second window.
+        feeds = self._feeds(self._ids(piece.text), settings)
+        for part in self._model.stream(feeds, first_window=FIRST_WINDOW_FRAMES if first else 0):
+            yield Audio(to_int16(part), self.rate_hz)
+        if piece.ends_sentence and not last and self.sentence_pause_ms:
             silence = np.zeros(self.rate_hz * self.sentence_pause_ms // 1000, dtype=np.int16)
-            samples = np.concatenate([samples, silence])
-        yield Audio(samples, self.rate_hz)
+            yield Audio(silence, self.rate_hz)
 
     def _feeds(self, ids: list[int], settings: SynthesisSettings) -> dict[str, np.ndarray]:
         feeds: dict[str, np.ndarray] = {

@@ -65,6 +65,13 @@ class VoicePool:
         """Every voice a request may name: the configured one and `voices`."""
         return self.default_names | set(self._config.voices)
 
+    @property
+    def choices(self) -> list[str]:
+        """The voices a person picks from (Home Assistant, Wyoming): the configured voice by its
+        own name, then `voices`, without repeats."""
+        own = self._default.name if self._default is not None else self._config.voice.name
+        return list(dict.fromkeys([own, *self._config.voices]))
+
     def is_default(self, voice: Voice) -> bool:
         return voice is self._default
 

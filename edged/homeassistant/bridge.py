@@ -1,0 +1,98 @@
+"""The daemon's side of Home Assistant's MQTT discovery, on the daemon's own MQTT link.
+
+    on every connect       -> the device config, retained (or, with discovery off, the empty
+                              retained payload that removes the device)
+    <prefix>/status online -> the device config again, `online`, and the state: HA restarted and
+                              may have lost what it knew (retained messages come back anyway,
+                              but a broker without persistence forgets them)
+    <p>/set/volume  "40"   -> the device volume (0-100), saved in mqtt.state_dir, state published
+    <p>/set/voice   NAME   -> the voice for requests that name none, saved, state published
+
+A bad settings payload gets a `rejected` event on `<p>/event` with the reason, like a bad
+request. Everything here runs on paho's network thread and never raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..config import Config
+from ..device_state import SettingError
+from ..events import Rejected
+from ..requests import new_id
+from .discovery import Discovery, build_discovery, settings_topics
+
+if TYPE_CHECKING:
+    from ..daemon import Daemon
+
+_LOGGER = logging.getLogger(__name__)
+_MAX_SETTING_BYTES = 256
+
+
+class HomeAssistantBridge:
+    """Attach to a daemon's link before it starts; see the module docstring."""
+
+    def __init__(self, config: Config, daemon: Daemon, voices: Sequence[str]) -> None:
+        self._enabled = config.homeassistant.discovery
+        self._daemon = daemon
+        self._link = daemon.link
+        self.discovery: Discovery = build_discovery(config, voices)
+        self._volume_topic, self._voice_topic = settings_topics(config.topic_prefix)
+
+    def attach(self) -> None:
+        self._link.add_on_connect(self.announce)
+        self._link.add_route(self._volume_topic, self._on_volume)
+        self._link.add_route(self._voice_topic, self._on_voice)
+        if self._enabled:
+            self._link.add_route(self.discovery.status_topic, self._on_status)
+
+    def announce(self) -> None:
+        """Publish the device config (retained), or remove the device when discovery is off."""
+        payload = self.discovery.to_bytes() if self._enabled else b""
+        if not self._link.publish(self.discovery.topic, payload, retain=True):
+            _LOGGER.warning("Could not publish the Home Assistant device config to %s",
+                            self.discovery.topic)
+        elif self._enabled:
+            _LOGGER.info("Home Assistant device config published on %s", self.discovery.topic)
+
+    def _on_status(self, payload: bytes) -> None:
+        if payload.strip() != b"online":
+            return  # "offline": HA went away; nothing to do until it is back
+        _LOGGER.info("Home Assistant is online: announcing the device again")
+        self.announce()
+        self._link.publish(self._link.topics.availability, b"online", retain=True)
+        self._daemon.publish_state()
+
+    def _on_volume(self, payload: bytes) -> None:
+        try:
+            volume = self._daemon.settings.set_volume(_text(payload))
+        except SettingError as err:
+            self._reject(f"{self._volume_topic}: {err}")
+            return
+        _LOGGER.info("Device volume set to %d", volume)
+        self._daemon.publish_state()
+
+    def _on_voice(self, payload: bytes) -> None:
+        try:
+            name = _text(payload).strip()
+            self._daemon.settings.set_voice(name or None)
+        except SettingError as err:
+            self._reject(f"{self._voice_topic}: {err}")
+            return
+        _LOGGER.info("Device voice set to %s", name or "the configured voice")
+        self._daemon.publish_state()
+
+    def _reject(self, error: str) -> None:
+        _LOGGER.warning("Rejected a setting: %s", error)
+        self._link.publish_json(self._link.topics.event, Rejected(new_id(), error=error).to_json())
+
+
+def _text(payload: bytes) -> str:
+    if len(payload) > _MAX_SETTING_BYTES:
+        raise SettingError(f"payload is {len(payload)} bytes; the limit is {_MAX_SETTING_BYTES}")
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SettingError("payload is not valid UTF-8") from None
