@@ -68,7 +68,7 @@ class Announcer:
         """Speak `job`. Raises on voice, scheduler or player failure (the job failed)."""
         request = job.request
         utterance = self._speech.utterance(request.text, job.voice_name, speaker=request.speaker,
-                                           speed=request.speed)
+                                           speed=request.speed, language=request.language)
         delivery = _Delivery(job, self._sink(job) if job.publishes else None,
                              keep=self._fallback_to_publish and not job.publishes, beat=self._beat)
         report: PlaybackReport | None = None
@@ -88,7 +88,7 @@ class Announcer:
         started = time.monotonic()
         try:
             report = self._player.play(chunks, priority=request.priority, volume=request.volume,
-                                       rate_hz=utterance.voice.rate_hz)
+                                       rate_hz=utterance.rate_hz)
         except PlayerError as err:
             if not self._fallback_to_publish:
                 raise
@@ -168,6 +168,7 @@ class _Delivery:
             underrun_ms=report.underrun_ms if report is not None else None,
             audio_parts=(self._parts or 0) if self._sink is not None else None,
             fallback=self._fallback,
+            segments=tuple(stream.utterance.segments),
         )
 
 

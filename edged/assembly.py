@@ -27,7 +27,8 @@ from .mqtt import MqttLink
 from .net import NetLoop, Server
 from .playback import Player, PlayerError
 from .synthesis import Scheduler, SchedulerStopped, Speech, auto_workers
-from .voice import Voice, VoicePool, default_settings, inference_threads, load_voice
+from .voice import VoicePool, default_settings, inference_threads, load_voice
+from .voice.backend import VoiceBackend
 
 _LOGGER = logging.getLogger(__name__)
 WARM_SOURCE: Final = "warm"
@@ -99,7 +100,7 @@ def assemble(config: Config, status: Callable[[str], None]) -> App:
     return App(config, daemon, speech, player, phrases, NetLoop(servers) if servers else None)
 
 
-def _warmed_up(config: Config, voice: Voice) -> Voice:
+def _warmed_up(config: Config, voice: VoiceBackend) -> VoiceBackend:
     """The first inference allocates ONNX Runtime's buffers: do it before READY, not on the
     first announcement."""
     start = time.monotonic()

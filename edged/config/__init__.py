@@ -9,6 +9,7 @@ from .schema import (
     Config,
     ConfigError,
     FrontendConfig,
+    LanguagesConfig,
     LimitsConfig,
     MqttConfig,
     TlsConfig,
@@ -18,6 +19,6 @@ from .schema import (
 
 __all__ = [
     "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
-    "FrontendConfig", "LimitsConfig", "MqttConfig", "TlsConfig", "VoiceConfig",
+    "FrontendConfig", "LanguagesConfig", "LimitsConfig", "MqttConfig", "TlsConfig", "VoiceConfig",
     "check_topic_part", "load_config", "parse_config",
 ]
