@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 from daemon_harness import (  # noqa: F401 - fixtures
@@ -30,8 +29,8 @@ def _entries(daemon: DaemonProc) -> set[str]:
     return {p.name for p in root.glob("??/*") if p.is_file()}
 
 
-def test_mixed_request_is_spoken_in_segments(make_daemon: Callable[..., DaemonProc],
-                                             watcher: Watcher) -> None:
+def test_mixed_request_is_spoken_in_segments(make_daemon: Callable[..., DaemonProc],  # noqa: F811
+                                             watcher: Watcher) -> None:  # noqa: F811
     """queued -> started -> finished; `segments` names each part's language, voice and length;
     one WAV at one rate holding the Mandarin speech (espeak-ng here) and the English part."""
     make_daemon(languages={"zh": "espeak:cmn"}).start(watcher)
@@ -49,8 +48,8 @@ def test_mixed_request_is_spoken_in_segments(make_daemon: Callable[..., DaemonPr
     assert speech > 1000  # the Mandarin part is speech; the tiny voice's part is silence
 
 
-def test_parts_are_cached_per_language(make_daemon: Callable[..., DaemonProc],
-                                       watcher: Watcher) -> None:
+def test_parts_are_cached_per_language(make_daemon: Callable[..., DaemonProc],  # noqa: F811
+                                       watcher: Watcher) -> None:  # noqa: F811
     """A repeated mixed phrase is served from the cache; another phrase sharing its Mandarin
     part makes only its new English part."""
     daemon = make_daemon(languages={"zh": "espeak:cmn"}).start(watcher)
@@ -67,8 +66,8 @@ def test_parts_are_cached_per_language(make_daemon: Callable[..., DaemonProc],
     assert len(added) == 1
 
 
-def test_language_field_and_tags(make_daemon: Callable[..., DaemonProc],
-                                 watcher: Watcher) -> None:
+def test_language_field_and_tags(make_daemon: Callable[..., DaemonProc],  # noqa: F811
+                                 watcher: Watcher) -> None:  # noqa: F811
     """`language` says what Han text is; `<|jp|>` is ja; an unknown tag or language is
     rejected with a reason, and the daemon goes on."""
     make_daemon(languages={"yue": "espeak:yue", "ja": "espeak:ja"}).start(watcher)
@@ -86,8 +85,8 @@ def test_language_field_and_tags(make_daemon: Callable[..., DaemonProc],
     assert event["event"] == "rejected" and "unknown language 'klingon'" in event["error"]
 
 
-def test_over_budget_voice_falls_back(make_daemon: Callable[..., DaemonProc],
-                                      watcher: Watcher) -> None:
+def test_over_budget_voice_falls_back(make_daemon: Callable[..., DaemonProc],  # noqa: F811
+                                      watcher: Watcher) -> None:  # noqa: F811
     """A Kokoro voice that does not fit limits.memory_mb is not loaded: the segment is spoken by
     espeak-ng (visible in `segments`), and the fallback is logged once for all requests."""
     daemon = make_daemon(languages={"zh": "kokoro:zf_xiaoxiao"},
