@@ -45,7 +45,7 @@ test-long: install
 	$(PY) -m pip install -q -e '.[test,ja,zh]'
 	@[ -f $(VENV)/edged-voices/kokoro/zf_xiaoxiao.bin ] || \
 	  $(VENV)/bin/edged voices pull zf_xiaoxiao --out $(VENV)/edged-voices
-	EDGED_TEST_VOICES=$(VENV)/edged-voices $(VENV)/bin/pytest -m long
+	EDGED_TEST_VOICES=$(abspath $(VENV))/edged-voices $(VENV)/bin/pytest -m long
 
 bench: install
 	$(PY) -m pip install -q -e '.[test,bench]'

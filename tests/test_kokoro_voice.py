@@ -22,7 +22,7 @@ def voices_dir() -> Path:
     style = Path(folder) / "kokoro" / "zf_xiaoxiao.bin"
     assert folder and style.is_file(), \
         "run through `make test-long`: it installs edged[ja,zh] and pulls zf_xiaoxiao"
-    return Path(folder)
+    return Path(folder).resolve()  # a config in a temp folder reads it
 
 
 @pytest.fixture(scope="module")
