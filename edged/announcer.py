@@ -77,7 +77,7 @@ class Announcer:
             voice_name = voice_name or self._settings.voice
             volume *= self._settings.volume_factor
         utterance = self._speech.utterance(request.text, voice_name, speaker=request.speaker,
-                                           speed=request.speed)
+                                           speed=request.speed, language=request.language)
         delivery = _Delivery(job, self._sink(job) if job.publishes else None, volume=volume,
                              keep=self._fallback_to_publish and not job.publishes, beat=self._beat)
         report: PlaybackReport | None = None
@@ -97,7 +97,7 @@ class Announcer:
         started = time.monotonic()
         try:
             report = self._player.play(chunks, priority=request.priority, volume=delivery.volume,
-                                       rate_hz=utterance.voice.rate_hz)
+                                       rate_hz=utterance.rate_hz)
         except PlayerError as err:
             if not self._fallback_to_publish:
                 raise
@@ -179,6 +179,7 @@ class _Delivery:
             underrun_ms=report.underrun_ms if report is not None else None,
             audio_parts=(self._parts or 0) if self._sink is not None else None,
             fallback=self._fallback,
+            segments=tuple(stream.utterance.segments),
         )
 
 

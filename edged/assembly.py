@@ -30,6 +30,7 @@ from .net import NetLoop, Server
 from .playback import Player, PlayerError
 from .synthesis import Scheduler, SchedulerStopped, Speech, auto_workers
 from .voice import Voice, VoicePool, default_settings, inference_threads, load_voice
+from .voice.backend import VoiceBackend
 from .wyoming import WyomingError, WyomingServer, list_voices
 
 _LOGGER = logging.getLogger(__name__)
@@ -112,7 +113,8 @@ def assemble(config: Config, status: Callable[[str], None]) -> App:
     HomeAssistantBridge(config, daemon, pool.choices).attach()
     servers: list[Server] = []  # the network servers (Wyoming, HTTP) join here
     if config.wyoming.enabled:
-        listings = list_voices(config, pool.choices, {voice.name: voice.onnx_path})
+        paths = {voice.name: voice.onnx_path} if isinstance(voice, Voice) else {}
+        listings = list_voices(config, pool.choices, paths)
         servers.append(WyomingServer(config, speech, listings, settings))
     servers += _http_server(config, daemon, speech)
     return App(config, daemon, speech, player, phrases, NetLoop(servers) if servers else None)
@@ -141,7 +143,7 @@ def _http_server(config: Config, daemon: Daemon, speech: Speech) -> list[Server]
     return [server]
 
 
-def _warmed_up(config: Config, voice: Voice) -> Voice:
+def _warmed_up(config: Config, voice: VoiceBackend) -> VoiceBackend:
     """The first inference allocates ONNX Runtime's buffers: do it before READY, not on the
     first announcement."""
     start = time.monotonic()

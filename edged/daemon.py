@@ -37,6 +37,7 @@ from .device_state import DeviceSettings, Recent
 from .donelog import DoneLog
 from .events import ControlDone, Event, Failed, Fanout, Finished, Queued, Rejected, Started
 from .jobqueue import JobQueue, QueueFull
+from .languages import LanguageError, check_tags
 from .memory import MemoryGuard
 from .mqtt import MqttLink, Ticket
 from .playback import Player
@@ -178,7 +179,11 @@ class Daemon:
 
     def _settings_problem(self, request: Request) -> str | None:
         """The configured voice is loaded: check the request's speaker and speed now. Another
-        voice is loaded (and its speaker checked) when its turn comes."""
+        voice is loaded (and its speaker checked) when its turn comes. Language tags too."""
+        try:
+            check_tags(request.text)
+        except LanguageError as err:
+            return str(err)
         if request.voice is not None and request.voice not in self._pool.default_names:
             return None
         try:

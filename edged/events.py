@@ -73,6 +73,12 @@ class Finished(Event):
     """Published: audio payloads sent."""
     fallback: str | None = _optional()
     """Why it was published instead of played (audio.fallback_to_publish)."""
+    segments: tuple[dict[str, Any], ...] = ()
+    """Each language part spoken: {"language", "voice", "chars"}, in order (the voice that
+    actually spoke it, after any fallback)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "segments": list(self.segments)}
 
 
 @dataclass(frozen=True)

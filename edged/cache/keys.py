@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Final
 from ..frontend.normalize import NORMALIZER_VERSION
 
 if TYPE_CHECKING:
-    from ..voice import SynthesisSettings, Voice
+    from ..voice import SynthesisSettings
+    from ..voice.backend import VoiceBackend
 
 KEY_FORMAT: Final = 2
 """Bump when the recipe or the audio it stands for changes, so old entries can never match new
@@ -33,7 +34,7 @@ requests (2: model output converted to int16 by rounding, x32768, as everywhere 
 _MEMO_PER_VOICE: Final = 1024
 
 
-def make_key(voice: Voice, settings: SynthesisSettings, text: str) -> str:
+def make_key(voice: VoiceBackend, settings: SynthesisSettings, text: str) -> str:
     """The cache key of `text` spoken by `voice` with `settings` (no memo)."""
     recipe = {
         "format": KEY_FORMAT,
@@ -43,9 +44,11 @@ def make_key(voice: Voice, settings: SynthesisSettings, text: str) -> str:
         "sentence_pause_ms": voice.sentence_pause_ms,
         "max_phonemes": voice.max_phonemes,
         "settings": settings.cache_fields(),
-        "normalizer": NORMALIZER_VERSION,
+        # Piper voices read English through the one normalizer; the others have their own.
+        "normalizer": NORMALIZER_VERSION if voice.backend == "piper" else voice.normalizer_version,
         "phonemizer": _phonemizer_version(),
         "text": voice.normalize(text),
+        **voice.cache_recipe(),  # {} for Piper voices: their keys are as they were
     }
     # ASCII JSON: any str (even a lone surrogate) encodes, and the bytes are canonical.
     blob = json.dumps(recipe, sort_keys=True, separators=(",", ":"))
@@ -58,11 +61,11 @@ class KeyMemo:
     def __init__(self, size: int = _MEMO_PER_VOICE) -> None:
         self._size = size
         self._lock = threading.Lock()
-        self._memos: weakref.WeakKeyDictionary[Voice, OrderedDict[tuple[SynthesisSettings, str], str]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._memos: weakref.WeakKeyDictionary[
+            VoiceBackend, OrderedDict[tuple[SynthesisSettings, str], str]] = (
+            weakref.WeakKeyDictionary())
 
-    def key(self, voice: Voice, settings: SynthesisSettings, text: str) -> str:
+    def key(self, voice: VoiceBackend, settings: SynthesisSettings, text: str) -> str:
         slot = (settings, text)
         with self._lock:
             memo = self._memos.get(voice)

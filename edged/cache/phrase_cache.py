@@ -29,7 +29,8 @@ from . import folder, store
 from .keys import KeyMemo
 
 if TYPE_CHECKING:
-    from ..voice import SynthesisSettings, Voice
+    from ..voice import SynthesisSettings
+    from ..voice.backend import VoiceBackend
 
 _LOGGER = logging.getLogger(__name__)
 _MB: Final = 1 << 20
@@ -81,7 +82,7 @@ class PhraseCache:
             self._degrade(f"cannot write to {self.root}: {err.strerror or err}")
         self._rescan()
 
-    def key(self, voice: Voice, settings: SynthesisSettings, text: str) -> str:
+    def key(self, voice: VoiceBackend, settings: SynthesisSettings, text: str) -> str:
         """sha256 over everything that changes the audio (see cache_keys); memoized per voice."""
         return self._keys.key(voice, settings, text)
 
@@ -135,7 +136,7 @@ class PhraseCache:
         if over:
             self._evict()
 
-    def pin_keys(self, voice: Voice, settings: SynthesisSettings,
+    def pin_keys(self, voice: VoiceBackend, settings: SynthesisSettings,
                  phrases: Iterable[str]) -> dict[str, str]:
         """The cache key of each phrase (duplicates dropped), in order: what `warm` takes."""
         keyed: dict[str, str] = {}

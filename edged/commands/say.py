@@ -1,4 +1,9 @@
-"""`edged say TEXT`: synthesize one announcement to a WAV file or the loudspeaker."""
+"""`edged say TEXT`: synthesize one announcement to a WAV file or the loudspeaker.
+
+Text in several languages is cut into language parts, each spoken by its language's voice
+(languages/route.py) and joined into one WAV at one rate and loudness (synthesis/join.py);
+`--debug` logs which voice spoke which part.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,10 @@ from pathlib import Path
 from ..audio import Audio, to_wav_bytes
 from ..config import Config
 from ..files import atomic_write
-from ..voice import VoiceError, default_settings, load_voice
+from ..languages import LanguageError
+from ..languages.route import Routed, Router
+from ..synthesis.join import Joiner
+from ..voice import VoiceError, VoicePool, default_settings
 from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, config_from_args
 
 _LOGGER = logging.getLogger(__name__)
@@ -32,6 +40,8 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--voice", help="voice name or path to a .onnx (default: from config)")
     p.add_argument("--speaker", help="speaker name or id of a multi-speaker voice")
     p.add_argument("--speed", type=float, help="speaking rate, 0.5-2.0 (default 1.0)")
+    p.add_argument("--language", help="language of text whose script does not say it (Han, "
+                   "digits): zh, yue, ja, ko or en (default: from config, languages.han)")
     add_config_argument(p)
     p.set_defaults(func=run)
 
@@ -68,20 +78,35 @@ def run(args: argparse.Namespace) -> int:
         _check_writable(args.output)
     play = args.play or not args.output
     try:
-        voice = load_voice(config, args.voice)
-        settings = default_settings(config, voice, speaker=args.speaker, speed=args.speed)
-    except VoiceError as err:
+        routed = Router(config, VoicePool(config)).route(text, voice=args.voice,
+                                                         language=args.language)
+        chunks, rate_hz = _chunks(config, routed, args)
+    except (VoiceError, LanguageError) as err:
         raise CommandError(str(err)) from err
 
     started = time.monotonic()
-    chunks = voice.stream(text, settings)
     parts = _play(chunks, config) if play else list(chunks)
-    audio = Audio.join(parts, voice.rate_hz)
+    audio = Audio.join(parts, rate_hz)
     _LOGGER.info("Synthesized %.2f s of audio in %.2f s", audio.duration_s,
                  time.monotonic() - started)
     if args.output:
         _write_atomically(args.output, to_wav_bytes(audio))
     return 0
+
+
+def _chunks(config: Config, routed: list[Routed],
+            args: argparse.Namespace) -> tuple[Iterator[Audio], int]:
+    """The audio of every part in order (joined when there are several), and its rate."""
+    streams = []
+    for item in routed:
+        _LOGGER.info("Part %s (%s): %s", item.language, item.voice.name, item.text)
+        speaker = args.speaker if len(routed) == 1 or item.voice.backend == "piper" else None
+        settings = default_settings(config, item.voice, speaker=speaker, speed=args.speed)
+        streams.append(item.voice.stream(item.text, settings))
+    if len(routed) == 1:
+        return streams[0], routed[0].voice.rate_hz
+    joiner = Joiner(max(r.voice.rate_hz for r in routed), config.languages.switch_pause_ms)
+    return (chunk for stream in streams for chunk in joiner.part(stream)), joiner.rate_hz
 
 
 def _play(chunks: Iterator[Audio], config: Config) -> list[Audio]:

@@ -11,6 +11,7 @@ from .schema import (
     FrontendConfig,
     HomeAssistantConfig,
     HttpConfig,
+    LanguagesConfig,
     LimitsConfig,
     MqttConfig,
     TlsConfig,
@@ -21,7 +22,7 @@ from .schema import (
 
 __all__ = [
     "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
-    "FrontendConfig", "HomeAssistantConfig", "HttpConfig", "LimitsConfig", "MqttConfig",
-    "TlsConfig", "VoiceConfig", "WyomingConfig",
+    "FrontendConfig", "HomeAssistantConfig", "HttpConfig", "LanguagesConfig", "LimitsConfig",
+    "MqttConfig", "TlsConfig", "VoiceConfig", "WyomingConfig",
     "check_topic_part", "load_config", "parse_config",
 ]

@@ -86,6 +86,35 @@ class FrontendConfig:
 
 
 @dataclass(frozen=True)
+class LanguagesConfig:
+    """Which voice speaks each language of a request (docs/languages.md). A language left
+    unset, or whose voice is missing or does not fit `limits.memory_mb`, falls back along its
+    chain: zh kokoro:zf_xiaoxiao, espeak:cmn; ja kokoro:jf_alpha, espeak:ja; yue espeak:yue;
+    ko espeak:ko; en voice.name, espeak:en-us."""
+
+    han: Literal["zh", "yue", "ja"] = "zh"
+    """What Han text without Kana is: Mandarin (zh), Cantonese (yue) or Japanese (ja)."""
+    en: str | None = None
+    """English and any other Latin-script text; None: `voice.name`."""
+    zh: str | None = None
+    yue: str | None = None
+    ja: str | None = None
+    ko: str | None = None
+    switch_pause_ms: int = _opt(150, min=0, max=2000)
+    """Silence where one language hands over to the next."""
+
+    def __post_init__(self) -> None:
+        for code in ("en", "zh", "yue", "ja", "ko"):
+            name = getattr(self, code)
+            if name is not None and not name.strip():
+                raise ConfigError(f"languages.{code}: must not be empty (leave it out instead)")
+
+    def voices(self) -> set[str]:
+        """The voices named here."""
+        return {v for v in (self.en, self.zh, self.yue, self.ja, self.ko) if v}
+
+
+@dataclass(frozen=True)
 class TlsConfig:
     """TLS to the broker: a CA to verify it, and optionally a client certificate and key."""
 
@@ -295,6 +324,7 @@ class Config:
     voices: tuple[str, ...] = ()
     """Other voices a request may name (loaded on first use, unloaded LRU within limits.memory_mb)."""
     frontend: FrontendConfig = field(default_factory=FrontendConfig)
+    languages: LanguagesConfig = field(default_factory=LanguagesConfig)
     mqtt: MqttConfig = field(default_factory=MqttConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)

@@ -25,6 +25,11 @@ PAD: Final = "_"
 
 _AUDIO_OUTPUT_SYNCHRONOUS: Final = 2
 _CHARS_UTF8: Final = 1
+_POS_CHARACTER: Final = 1
+_RATE: Final = 1
+"""espeakRATE: words per minute."""
+_SYNTH_CALLBACK: Final = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                                          ctypes.c_void_p)
 _PHONEMES_IPA: Final = 0x02
 _SENTENCE_END: Final = frozenset(".?!")
 _CLAUSE_END: Final = frozenset(",:;")
@@ -58,10 +63,21 @@ class Espeak:
         lib.espeak_TextToPhonemes.restype = ctypes.c_char_p
         # The path is the folder that *contains* espeak-ng-data.
         parent = str(Path(data_dir).parent).encode()
-        if lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, parent, 0) < 0:
+        rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, parent, 0)
+        if rate < 0:
             raise PhonemizerError(f"espeak-ng failed to initialize with data in {data_dir}")
+        self.rate_hz = int(rate)
+        """espeak-ng's own output rate (22050 Hz)."""
         self._lib = lib
         self._voice: str | None = None
+        self._samples: list[bytes] = []
+        # Kept referenced: libespeak-ng calls it for as long as the library lives.
+        self._callback = _SYNTH_CALLBACK(self._collect)
+        lib.espeak_SetSynthCallback(self._callback)
+        lib.espeak_Synth.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int,
+                                     ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+        lib.espeak_Synth.restype = ctypes.c_int
+        lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
 
     @classmethod
     def get(cls) -> Espeak:
@@ -91,6 +107,26 @@ class Espeak:
                 phonemes = (raw or b"").decode("utf-8", "replace")
                 result.append((phonemes, _terminator(consumed)))
         return result
+
+    def synthesize(self, text: str, voice: str, words_per_minute: int) -> bytes:
+        """espeak-ng's formant synthesis of `text`: 16-bit mono PCM at `rate_hz`."""
+        encoded = text.encode("utf-8") + b"\0"
+        with self._lock:
+            self._set_voice(voice)
+            self._lib.espeak_SetParameter(_RATE, words_per_minute, 0)
+            self._samples = []
+            status = self._lib.espeak_Synth(encoded, len(encoded), 0, _POS_CHARACTER, 0,
+                                            _CHARS_UTF8, None, None)
+            pcm, self._samples = b"".join(self._samples), []
+        if status != 0:
+            raise PhonemizerError(f"espeak-ng could not synthesize with voice {voice!r} "
+                                  f"(error {status})")
+        return pcm
+
+    def _collect(self, wav: ctypes.c_void_p, count: int, _events: ctypes.c_void_p) -> int:
+        if wav and count > 0:
+            self._samples.append(ctypes.string_at(wav, 2 * count))
+        return 0  # go on
 
     def _set_voice(self, voice: str) -> None:
         if voice != self._voice:

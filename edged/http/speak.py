@@ -89,7 +89,7 @@ class Speaker:
         first = await anext(audio, None)
         self._metrics.first_audio.observe(time.monotonic() - started)
         out = PcmOut(params.volume, params.rate_hz)
-        rate = out.out_rate(stream.utterance.voice.rate_hz)
+        rate = out.out_rate(stream.utterance.rate_hz)
         response = web.StreamResponse(headers=_headers(params, rate, stream))
         response.enable_chunked_encoding()
         await response.prepare(request)

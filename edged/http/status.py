@@ -18,7 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from ..config import Config
 from ..daemon import Daemon
 from ..net import run_blocking
-from ..voice import VoiceError, VoicePool, find_voice
+from ..voice import Voice, VoiceError, VoicePool, find_voice
 from ..voice.catalog import CatalogError, load_catalog
 from ..voice.piper_config import read_piper_config
 from .metrics import Metrics
@@ -63,7 +63,7 @@ class Status:
             entry: dict[str, Any] = {"name": name, "default": name == default.name}
             voice = self._pool.peek(name)
             try:
-                piper = voice.config if voice is not None else read_piper_config(
+                piper = voice.config if isinstance(voice, Voice) else read_piper_config(
                     Path(f"{find_voice(name, self._config.voice.dirs)}.json"))
             except VoiceError as err:
                 listed.append({**entry, "error": str(err)})

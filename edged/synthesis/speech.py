@@ -6,29 +6,67 @@ the synthesis scheduler and kept in the cache once it is complete.
         for chunk in stream: ...                                  # cached: one chunk at once
 
 A cached phrase takes no synthesis slot: it is read (from memory or disk) on the caller's thread.
+
+Text in several languages ("明天 7:30 开会，meeting in room 4B") becomes one part per language
+segment, each with the voice the router picks (languages/route.py) and its own cache key, so a
+mixed phrase reuses the parts it shares with others. The parts are joined into one stream
+(join.py). A text of one segment is one part: its audio, cache key and path are what they were
+before there were languages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..audio import Audio
 from ..cache import PhraseCache, WarmReport, warm
 from ..config import Config
+from ..languages import LanguageError
+from ..languages.route import Router
 from ..priorities import BACKGROUND
-from ..voice import SynthesisSettings, Voice, VoicePool, default_settings
+from ..voice import SynthesisSettings, VoiceError, VoicePool, default_settings
+from ..voice.backend import VoiceBackend
+from .join import Joiner
 from .scheduler import AudioStream, Scheduler
 
 
 @dataclass(frozen=True)
-class Utterance:
-    """What to say, with which voice and settings, and its cache key."""
+class Part:
+    """One language segment of an utterance: its text, voice, settings and cache key."""
 
+    language: str
     text: str
-    voice: Voice
+    voice: VoiceBackend
     settings: SynthesisSettings
     key: str
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """What to say, with which voice and settings, and its cache key (of its first part)."""
+
+    text: str
+    voice: VoiceBackend
+    settings: SynthesisSettings
+    key: str
+    parts: tuple[Part, ...] = ()
+    switch_pause_ms: int = 0
+    rate_hz: int = field(default=0)
+    """The rate of its audio: its voice's, or for several parts the highest of theirs."""
+
+    def __post_init__(self) -> None:
+        if not self.rate_hz:
+            rates = [p.voice.rate_hz for p in self.parts] or [self.voice.rate_hz]
+            object.__setattr__(self, "rate_hz", max(rates))
+
+    @property
+    def segments(self) -> list[dict[str, Any]]:
+        """What the finished event tells: language, voice and length of each part."""
+        parts = self.parts or (Part("", self.text, self.voice, self.settings, self.key),)
+        return [{"language": p.language or p.voice.language, "voice": p.voice.name,
+                 "chars": len(p.text)} for p in parts]
 
 
 class SpeechStream(Iterator[Audio]):
@@ -71,15 +109,28 @@ class Speech:
         self.pool = pool
         self.cache = cache
         self.scheduler = scheduler
+        self.router = Router(config, pool)
 
     def utterance(self, text: str, voice: str | None = None, *, speaker: str | int | None = None,
-                  speed: float | None = None) -> Utterance:
-        """Resolve the voice (loading it if needed: seconds) and the settings; VoiceError."""
-        loaded = self.pool.get(voice)
-        settings = self.settings(loaded, speaker=speaker, speed=speed)
-        return Utterance(text, loaded, settings, self.cache.key(loaded, settings, text))
+                  speed: float | None = None, language: str | None = None) -> Utterance:
+        """Cut `text` into language parts and resolve their voices (loading them if needed:
+        seconds) and settings; VoiceError (also for an unknown language or tag)."""
+        try:
+            routed = self.router.route(text, voice=voice, language=language)
+        except LanguageError as err:
+            raise VoiceError(str(err)) from None
+        parts = []
+        for item in routed:
+            # A speaker names a Piper voice's speaker; the other backends have one each.
+            own = speaker if len(routed) == 1 or item.voice.backend == "piper" else None
+            settings = self.settings(item.voice, speaker=own, speed=speed)
+            parts.append(Part(item.language, item.text, item.voice, settings,
+                              self.cache.key(item.voice, settings, item.text)))
+        first = parts[0]
+        return Utterance(text, first.voice, first.settings, first.key, tuple(parts),
+                         self._config.languages.switch_pause_ms)
 
-    def settings(self, voice: Voice, *, speaker: str | int | None = None,
+    def settings(self, voice: VoiceBackend, *, speaker: str | int | None = None,
                  speed: float | None = None) -> SynthesisSettings:
         """The configured voice gets the config's voice settings under the request's; another
         voice its own defaults under the request's (the config's speaker names the default's)."""
@@ -89,16 +140,36 @@ class Speech:
 
     def open(self, utterance: Utterance, *, rank: int, source: str) -> SpeechStream:
         """The utterance's audio as a stream; scheduler.Busy when `source` is at its bound."""
+        if len(utterance.parts) > 1:
+            return self._open_joined(utterance, rank=rank, source=source)
         audio = self.cache.get(utterance.key)
         if audio is not None:
             return SpeechStream(utterance, audio, None)
         steps = self._made_and_kept(utterance)
         return SpeechStream(utterance, None, self.scheduler.submit(steps, rank=rank, source=source))
 
+    def _open_joined(self, utterance: Utterance, *, rank: int, source: str) -> SpeechStream:
+        """Several parts: all cached, joined now without a synthesis slot; else one scheduler
+        stream that takes cached parts as they are and makes the others."""
+        cached = [self.cache.get(part.key) for part in utterance.parts]
+        joiner = Joiner(utterance.rate_hz, utterance.switch_pause_ms)
+        if all(audio is not None for audio in cached):
+            chunks = [c for audio in cached if audio is not None for c in joiner.part(iter([audio]))]
+            return SpeechStream(utterance, Audio.join(chunks, utterance.rate_hz), None)
+        steps = self._joined(utterance, cached, joiner)
+        return SpeechStream(utterance, None, self.scheduler.submit(steps, rank=rank, source=source))
+
+    def _joined(self, utterance: Utterance, cached: list[Audio | None],
+                joiner: Joiner) -> Iterator[Audio]:
+        """Runs on a scheduler worker: each part from the cache or its voice, joined."""
+        for part, audio in zip(utterance.parts, cached, strict=True):
+            made = iter([audio]) if audio is not None else self._part_made_and_kept(part)
+            yield from joiner.part(made)
+
     def synthesize(self, utterance: Utterance, *, rank: int, source: str) -> Audio:
         """The whole utterance at once (through the cache and the scheduler)."""
         with self.open(utterance, rank=rank, source=source) as stream:
-            return Audio.join(list(stream), utterance.voice.rate_hz)
+            return Audio.join(list(stream), utterance.rate_hz)
 
     def warm(self, phrases: Iterable[str], source: str) -> WarmReport:
         """Pin the phrases in the cache and make the missing ones, after every announcement."""
@@ -115,10 +186,13 @@ class Speech:
     def _made_and_kept(self, utterance: Utterance) -> Iterator[Audio]:
         """Runs on a scheduler worker: the voice's chunks, then the whole into the cache. A
         stream dropped early (GeneratorExit) keeps nothing: only complete audio is cached."""
-        parts: list[Audio] = []
-        for chunk in utterance.voice.stream(utterance.text, utterance.settings):
-            parts.append(chunk)
+        return self._part_made_and_kept(Part("", utterance.text, utterance.voice,
+                                             utterance.settings, utterance.key))
+
+    def _part_made_and_kept(self, part: Part) -> Iterator[Audio]:
+        chunks: list[Audio] = []
+        for chunk in part.voice.stream(part.text, part.settings):
+            chunks.append(chunk)
             yield chunk
-        if parts:
-            self.cache.put(utterance.key, Audio.join(parts, utterance.voice.rate_hz),
-                           text=utterance.text)
+        if chunks:
+            self.cache.put(part.key, Audio.join(chunks, part.voice.rate_hz), text=part.text)

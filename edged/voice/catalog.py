@@ -35,12 +35,25 @@ class CatalogFile:
 
 
 @dataclass(frozen=True)
+class CatalogArchive:
+    """A package tarball that holds a voice's files (npm's kokoro-js for Kokoro styles)."""
+
+    url: str
+    sha256: str
+    size: int
+    members: dict[str, str]
+    """File name -> its path inside the archive."""
+
+
+@dataclass(frozen=True)
 class CatalogVoice:
     name: str
     source: str
     files: tuple[CatalogFile, ...]
     license: str = ""
     license_url: str = ""
+    language: str = ""
+    archive: CatalogArchive | None = None
 
 
 def catalog_path() -> Path | None:
@@ -86,7 +99,24 @@ def _voice(path: Path, name: str, entry: Any) -> CatalogVoice:
             raise CatalogError(f"{where}.files.{file_name}: expected a plain file name")
         files.append(CatalogFile(str(file_name), sha, size))
     return CatalogVoice(name, str(entry.get("source", "")), tuple(files),
-                        str(entry.get("license", "")), str(entry.get("license_url", "")))
+                        str(entry.get("license", "")), str(entry.get("license_url", "")),
+                        str(entry.get("language", "")), _archive(where, entry.get("archive")))
+
+
+def _archive(where: str, entry: Any) -> CatalogArchive | None:
+    if entry is None:
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("members"), dict):
+        raise CatalogError(f"{where}.archive: expected a mapping with url, sha256, size, members")
+    url, sha, size = entry.get("url"), entry.get("sha256"), entry.get("size")
+    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+        raise CatalogError(f"{where}.archive.url: expected an http(s) URL")
+    if not isinstance(sha, str) or not _SHA256_RE.fullmatch(sha):
+        raise CatalogError(f"{where}.archive.sha256: expected 64 hex digits")
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        raise CatalogError(f"{where}.archive.size: expected a byte count")
+    members = {str(k): str(v) for k, v in entry["members"].items()}
+    return CatalogArchive(url, sha, size, members)
 
 
 def _one_line(err: Exception) -> str:

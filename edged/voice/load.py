@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from .backend import ESPEAK_PREFIX, KOKORO_PREFIX, VoiceBackend, backend_of
 from .find import find_voice
 from .hashes import HASH_MEMO_NAME, file_sha256
 from .piper import Voice
@@ -27,9 +29,38 @@ def inference_threads(config: Config) -> int:
     return config.voice.threads or min(2, os.cpu_count() or 1)
 
 
+def voice_folders(config: Config) -> tuple[Path, ...]:
+    """Where voices are searched: `voice.dirs`, then `<cache.dir>/voices` (where `edged voices
+    pull` puts them when no `voice.dirs` is set)."""
+    return (*config.voice.dirs, config.cache.dir / "voices")
+
+
 def load_voice(config: Config, name: str | None = None,
+               status: Callable[[str], None] | None = None) -> VoiceBackend:
+    """Load the configured voice (or `name`) of any backend with the config's synthesis
+    options; VoiceError when it cannot."""
+    name = name or config.voice.name
+    kind = backend_of(name)
+    if kind == "espeak":
+        from .espeak import EspeakVoice
+
+        return EspeakVoice(name.removeprefix(ESPEAK_PREFIX),
+                           sentence_pause_ms=config.voice.sentence_pause_ms,
+                           date_order=config.frontend.date_order)
+    if kind == "kokoro":
+        from .kokoro import load_kokoro  # imports the Japanese/Mandarin stacks: only here
+
+        return load_kokoro(name.removeprefix(KOKORO_PREFIX), cache_dir=config.cache.dir,
+                           dirs=voice_folders(config), threads=inference_threads(config),
+                           sentence_pause_ms=config.voice.sentence_pause_ms,
+                           date_order=config.frontend.date_order,
+                           hash_memo=config.cache.dir / HASH_MEMO_NAME)
+    return load_piper(config, name, status)
+
+
+def load_piper(config: Config, name: str | None = None,
                status: Callable[[str], None] | None = None) -> Voice:
-    """Load the configured voice (or `name`) with the config's synthesis options; `status`
+    """Load the configured Piper voice (or `name`) with the config's synthesis options; `status`
     hears when it has to be prepared first (see prepared.py). VoiceError when it cannot."""
     path = find_voice(name or config.voice.name, config.voice.dirs)
     memo = config.cache.dir / HASH_MEMO_NAME

@@ -11,7 +11,7 @@ import hashlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from ..audio import Audio, to_int16
 from ..frontend.normalize import NORMALIZER_VERSION, normalize
 from ..frontend.phonemes import PhonemeIds, PhonemizerError, phonemize
 from ..frontend.sentences import Piece, split_for_streaming
+from ..languages.codes import locale_language
 from .errors import VoiceError
 from .hashes import file_sha256
 from .onnx import FIRST_WINDOW_FRAMES, Model, WholeModel, open_session
@@ -35,7 +36,10 @@ _FIRST_PIECE_PHONEMES: Final = 80
 
 
 class Voice:
-    """One loaded voice. Thread-safe: several threads may synthesize at once."""
+    """One loaded Piper voice (a `VoiceBackend`). Thread-safe: several threads may synthesize
+    at once."""
+
+    backend = "piper"
 
     def __init__(self, onnx_path: Path, config: PiperConfig, model: Model, *, threads: int,
                  max_phonemes: int, sentence_pause_ms: int, date_order: str,
@@ -48,7 +52,8 @@ class Voice:
         self.espeak_voice = config.espeak_voice
         self.num_speakers = config.num_speakers
         self.speakers = config.speakers
-        self.language = config.language
+        self.locale = config.language
+        self.language = locale_language(config.language or "en")
         self.threads = threads
         self.max_phonemes = max_phonemes
         self.sentence_pause_ms = sentence_pause_ms
@@ -159,6 +164,9 @@ class Voice:
     @property
     def normalizer_version(self) -> str:
         return NORMALIZER_VERSION
+
+    def cache_recipe(self) -> dict[str, Any]:
+        return {}  # Piper keys are exactly what they were before other backends came
 
     def pieces(self, text: str) -> list[Piece]:
         """The inferences `text` becomes, in order (normalized, phonemized, bounded)."""

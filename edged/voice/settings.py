@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config import Config
-    from .piper import Voice
+    from .backend import VoiceBackend
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class SynthesisSettings:
         }
 
 
-def default_settings(config: Config, voice: Voice, *, speaker: str | int | None = None,
+def default_settings(config: Config, voice: VoiceBackend, *, speaker: str | int | None = None,
                      speed: float | None = None) -> SynthesisSettings:
     """The config's speaker/speed/noise applied to `voice`; a request's speaker or speed,
     when given, wins over the config's. VoiceError for a speaker the voice does not have."""

@@ -264,7 +264,7 @@ class Connection:
         voice = response.voice or (ctx.settings.voice if ctx.settings is not None else None)
         stream = await open_speech(ctx.speech, text, voice=voice, speaker=response.speaker,
                                    rank=ctx.rank, source=SOURCE)
-        rate = stream.utterance.voice.rate_hz
+        rate = stream.utterance.rate_hz
         response.cached = response.cached and stream.cached
         if not response.started:
             await self._send(AudioStart(rate=rate, width=2, channels=1).event())

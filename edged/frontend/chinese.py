@@ -1,0 +1,130 @@
+"""Mandarin and Cantonese text normalization: numbers, times, dates, units and money as the
+Chinese characters a reader says, before the phonemizer sees them.
+
+    normalize_chinese("明天 7:30 开会，温度 25°C", "zh") -> "明天 七点三十分 开会，温度 二十五摄氏度"
+
+Integers are read with 万/亿 grouping and 零 for skipped places ("102" -> 一百零二, "10050"
+-> 一万零五十); a leading 1 before 十 is dropped only for 10-19 ("15" -> 十五, "115" ->
+一百一十五), as both Mandarin and Cantonese read them. Numbers of 5+ digits starting with 0 and
+numbers over 12 digits (phone numbers, codes) are read digit by digit. Cantonese gets the
+traditional characters its espeak-ng dictionary reads (點, 攝氏, 蚊 is left to the voice: 元).
+Checked against cn2an (the reference converter) in tests/test_chinese_normalize.py.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+NORMALIZER_VERSION: Final = "zh-1"
+
+_DIGITS: Final = "零一二三四五六七八九"
+_SMALL: Final = ("", "十", "百", "千")
+_LARGE: Final = ("", "万", "亿", "万亿")
+_UNITS: Final = {
+    "kg": "公斤", "g": "克", "mg": "毫克", "km": "公里", "m": "米", "cm": "厘米", "mm": "毫米",
+    "ml": "毫升", "mL": "毫升", "L": "升", "kWh": "千瓦时", "kW": "千瓦", "Hz": "赫兹",
+    "MB": "兆字节", "GB": "吉字节", "min": "分钟", "°C": "摄氏度", "°F": "华氏度", "℃": "摄氏度",
+    "%": "", "％": "",
+}
+_CURRENCY: Final = {"¥": "元", "￥": "元", "$": "美元", "€": "欧元", "£": "英镑", "HK$": "港元"}
+_TRADITIONAL: Final = str.maketrans({"点": "點", "时": "時", "欧": "歐", "镑": "鎊", "华": "華",
+                                     "摄": "攝", "里": "里", "钟": "鐘", "负": "負", "万": "萬",
+                                     "亿": "億", "兆": "兆", "赫": "赫", "吉": "吉", "节": "節",
+                                     "瓦": "瓦", "毫": "毫", "厘": "厘", "号": "號", "门": "門"})
+_NUMBER: Final = r"\d+(?:\.\d+)?"
+_TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-3])[:：]([0-5]\d)(?::([0-5]\d))?(?![\d:])")
+_DATE: Final = re.compile(r"(?<!\d)(\d{4})[-/.年](\d{1,2})[-/.月](\d{1,2})日?(?!\d)")
+_MONEY: Final = re.compile(r"(HK\$|[¥￥$€£])\s?(" + _NUMBER + ")")
+_MEASURE: Final = re.compile(r"(-?" + _NUMBER + r")\s?(°C|°F|℃|kWh|kW|kg|mg|km|cm|mm|ml|mL|MB|GB"
+                             r"|Hz|min|g|m|L|%|％)(?![A-Za-z])")
+_PLAIN: Final = re.compile(r"(?<![\d.])(-?)(\d+)(?:\.(\d+))?(?![\d])")
+
+
+def integer_words(number: int) -> str:
+    """An integer in Chinese characters (simplified), e.g. 10050 -> 一万零五十."""
+    if number < 0:
+        return "负" + integer_words(-number)
+    if number == 0:
+        return "零"
+    groups: list[int] = []
+    while number:
+        groups.append(number % 10000)
+        number //= 10000
+    words = ""
+    need_zero = False
+    for index in range(len(groups) - 1, -1, -1):
+        group = groups[index]
+        if group == 0:
+            need_zero = bool(words)
+            continue
+        if words and (need_zero or group < 1000):
+            words += "零"
+        words += _group_words(group) + _LARGE[index]
+        need_zero = False
+    if words.startswith("一十"):
+        words = words[1:]  # 10-19 (and 十万...): 十五, not 一十五
+    return words
+
+
+def _group_words(group: int) -> str:
+    """0 < group < 10000, with 零 for skipped places inside the group."""
+    words = ""
+    zero = False
+    for place in range(3, -1, -1):
+        digit = group // 10**place % 10
+        if digit == 0:
+            zero = bool(words)
+            continue
+        if zero:
+            words += "零"
+            zero = False
+        words += _DIGITS[digit] + _SMALL[place]
+    return words
+
+
+def digit_words(digits: str) -> str:
+    return "".join(_DIGITS[int(d)] for d in digits if d.isdigit())
+
+
+def number_words(text: str) -> str:
+    """An integer or decimal as written ("3.5", "-2") in characters."""
+    negative = text.startswith("-")
+    whole, _, fraction = text.lstrip("-").partition(".")
+    words = integer_words(int(whole)) + ("点" + digit_words(fraction) if fraction else "")
+    return ("负" if negative else "") + words
+
+
+def normalize_chinese(text: str, language: str = "zh") -> str:
+    """Numbers, times, dates, units and money in `text` as words; `language` zh or yue."""
+    text = _DATE.sub(lambda m: f"{digit_words(m[1])}年{integer_words(int(m[2]))}月"
+                               f"{integer_words(int(m[3]))}日", text)
+    text = _TIME.sub(_time, text)
+    text = _MONEY.sub(lambda m: number_words(m[2]) + _CURRENCY[m[1]], text)
+    text = _MEASURE.sub(_measure, text)
+    text = _PLAIN.sub(_plain, text)
+    return text.translate(_TRADITIONAL) if language == "yue" else text
+
+
+def _time(match: re.Match[str]) -> str:
+    hour, minute, second = int(match[1]), int(match[2]), match[3]
+    words = integer_words(hour) + "点"
+    if minute:
+        words += ("零" if minute < 10 else "") + integer_words(minute) + "分"
+    if second and int(second):
+        words += integer_words(int(second)) + "秒"
+    return words
+
+
+def _measure(match: re.Match[str]) -> str:
+    unit = match[2]
+    if unit in ("%", "％"):
+        return "百分之" + number_words(match[1])
+    return number_words(match[1]) + _UNITS[unit]
+
+
+def _plain(match: re.Match[str]) -> str:
+    sign, whole, fraction = match[1], match[2], match[3]
+    if fraction is None and ((len(whole) >= 5 and whole.startswith("0")) or len(whole) > 12):
+        return sign + digit_words(whole)  # a phone number or a code, not an amount
+    return number_words(f"{sign}{whole}" + (f".{fraction}" if fraction else ""))

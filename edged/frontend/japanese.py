@@ -1,0 +1,36 @@
+"""Japanese text normalization before the frontend: what pyopenjtalk would misread.
+
+pyopenjtalk reads numbers with their counters itself (7時30分 -> しちじさんじゅっぷん, 1500円
+-> せんごひゃくえん); it does not read clock times, slashed dates, degrees or a bare percent
+sign the way an announcement means them: "7:30" -> 7時30分, "2026/12/01" -> 2026年12月1日,
+"25°C" -> 25度, "50%" -> 50パーセント.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+NORMALIZER_VERSION: Final = "ja-1"
+
+_TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-3])[:：]([0-5]\d)(?![\d:])")
+_DATE: Final = re.compile(r"(?<!\d)(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?!\d)")
+_DEGREES: Final = re.compile(r"(\d)\s?(?:°C|℃|°)")
+_PERCENT: Final = re.compile(r"(\d)\s?[%％]")
+
+
+def normalize_japanese(text: str) -> str:
+    text = _DATE.sub(lambda m: f"{int(m[1])}年{int(m[2])}月{int(m[3])}日", text)
+    text = _TIME.sub(lambda m: f"{int(m[1])}時" + (f"{int(m[2])}分" if int(m[2]) else ""), text)
+    text = _DEGREES.sub(r"\1度", text)
+    return _PERCENT.sub(r"\1パーセント", text)
+
+
+def kana_reading(text: str) -> str:
+    """Katakana reading of Japanese text (for espeak-ng's ja voice, which cannot read kanji),
+    when pyopenjtalk (edged[ja]) is installed; else the text without its kanji."""
+    try:
+        import pyopenjtalk
+    except ImportError:
+        return re.sub(r"[\u4e00-\u9fff\u3400-\u4dbf々]", "", text)
+    return str(pyopenjtalk.g2p(text, kana=True))

@@ -1,0 +1,80 @@
+"""Korean text normalization: numbers in Hangul, native or Sino-Korean as the counter wants.
+
+espeak-ng's `ko` voice reads every digit string as a Sino-Korean number ("3시" -> 삼 시), but
+hours and counted things take native numbers: 3시 -> 세 시, 사과 5개 -> 사과 다섯 개, 2명 ->
+두 명. Minutes, money, dates and plain numbers stay Sino-Korean (30분 -> 삼십 분, 1500원 ->
+천오백 원). "7:30" is read as a time (일곱 시 삼십 분).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+NORMALIZER_VERSION: Final = "ko-1"
+
+_SINO_DIGITS: Final = "영일이삼사오육칠팔구"
+_SINO_SMALL: Final = ("", "십", "백", "천")
+_SINO_LARGE: Final = ("", "만", "억", "조")
+_NATIVE_ONES: Final = ("", "한", "두", "세", "네", "다섯", "여섯", "일곱", "여덟", "아홉")
+_NATIVE_TENS: Final = ("", "열", "스물", "서른", "마흔", "쉰", "예순", "일흔", "여든", "아흔")
+_NATIVE_COUNTERS: Final = ("시간", "시", "개", "명", "살", "번째", "마리", "잔", "권", "병",
+                           "사람", "달", "가지")
+"""Counters read with native numbers (1-99). Not 번: "2번 출구" (exit 2) is Sino-Korean."""
+_COUNTED: Final = re.compile(r"(?<![\d.])(\d{1,2})\s?(" + "|".join(_NATIVE_COUNTERS) + ")")
+_TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-3]):([0-5]\d)(?![\d:])")
+_PERCENT: Final = re.compile(r"(\d+(?:\.\d+)?)\s?%")
+_NUMBER: Final = re.compile(r"(?<![\d.])(-?)(\d+)(?:\.(\d+))?(?!\d)")
+
+
+def sino_number(number: int) -> str:
+    """Sino-Korean reading: 1500 -> 천오백, 10000 -> 만, 21 -> 이십일 (1 before a place is dropped)."""
+    if number == 0:
+        return "영"
+    words = ""
+    group_index = 0
+    while number:
+        group = number % 10000
+        if group:
+            part = ""
+            for place in range(3, -1, -1):
+                digit = group // 10**place % 10
+                if digit:
+                    part += ("" if digit == 1 and place else _SINO_DIGITS[digit]) + _SINO_SMALL[place]
+            if group == 1 and group_index == 1:
+                part = ""  # 10000 is 만, not 일만
+            words = part + _SINO_LARGE[group_index] + words
+        number //= 10000
+        group_index += 1
+    return words
+
+
+def native_number(number: int) -> str:
+    """Native Korean (1-99) in the form before a counter: 1 -> 한, 20 -> 스무, 21 -> 스물한."""
+    if not 0 < number < 100:
+        return sino_number(number)
+    tens, ones = divmod(number, 10)
+    if number == 20:
+        return "스무"
+    return _NATIVE_TENS[tens] + _NATIVE_ONES[ones]
+
+
+def normalize_korean(text: str) -> str:
+    text = _TIME.sub(lambda m: f"{native_number(_hour12(int(m[1])))} 시"
+                               + (f" {sino_number(int(m[2]))} 분" if int(m[2]) else ""), text)
+    text = _COUNTED.sub(lambda m: f"{native_number(int(m[1]))} {m[2]}", text)
+    text = _PERCENT.sub(lambda m: f"{_sino_decimal(m[1])} 퍼센트", text)
+    return _NUMBER.sub(lambda m: ("마이너스 " if m[1] else "")
+                       + _sino_decimal(m[2] + (f".{m[3]}" if m[3] else "")), text)
+
+
+def _hour12(hour: int) -> int:
+    return hour if 0 < hour <= 12 else (hour - 12 if hour > 12 else 12)
+
+
+def _sino_decimal(text: str) -> str:
+    whole, _, fraction = text.partition(".")
+    words = sino_number(int(whole))
+    if fraction:
+        words += " 점 " + "".join(_SINO_DIGITS[int(d)] for d in fraction)
+    return words

@@ -1,0 +1,76 @@
+"""Per-language normalization: numbers, times, dates, units and money as words."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from edged.frontend.chinese import integer_words, normalize_chinese
+from edged.frontend.japanese import normalize_japanese
+from edged.frontend.korean import native_number, normalize_korean, sino_number
+
+
+@pytest.mark.parametrize(("text", "language", "expected"), [
+    ("明天 7:30 开会", "zh", "明天 七点三十分 开会"),
+    ("下午3:05", "zh", "下午三点零五分"),
+    ("2026-12-01 的会议", "zh", "二零二六年十二月一日 的会议"),
+    ("温度 25°C", "zh", "温度 二十五摄氏度"),
+    ("温度 -3.5℃", "zh", "温度 负三点五摄氏度"),
+    ("上升了15%", "zh", "上升了百分之十五"),
+    ("价格¥12.5", "zh", "价格十二点五元"),
+    ("共$300", "zh", "共三百美元"),
+    ("跑了 5km", "zh", "跑了 五公里"),
+    ("电话 01234567", "zh", "电话 零一二三四五六七"),
+    ("102", "zh", "一百零二"),
+    ("10050", "zh", "一万零五十"),
+    ("聽日 7:30 開會", "yue", "聽日 七點三十分 開會"),
+    ("溫度 25°C", "yue", "溫度 二十五攝氏度"),
+    ("一萬 12000", "yue", "一萬 一萬二千"),
+])
+def test_chinese(text: str, language: str, expected: str) -> None:
+    """Mandarin and Cantonese readings of numbers, times, dates, units and money."""
+    assert normalize_chinese(text, language) == expected
+
+
+@given(st.integers(min_value=0, max_value=10**12))
+def test_chinese_integers_match_cn2an(number: int) -> None:
+    """Integers read as cn2an (the reference converter Kokoro's frontend uses) reads them."""
+    cn2an = pytest.importorskip("cn2an")  # in the test extra
+    assert integer_words(number) == cn2an.an2cn(number)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("오늘 3:30에 회의", "오늘 세 시 삼십 분에 회의"),
+    ("오후 3시 30분", "오후 세 시 삼십분"),
+    ("사과 5개와 21명", "사과 다섯 개와 스물한 명"),
+    ("20살", "스무 살"),
+    ("1500원", "천오백원"),
+    ("10000원", "만원"),
+    ("2번 출구", "이번 출구"),
+    ("50% 할인", "오십 퍼센트 할인"),
+    ("3.14", "삼 점 일사"),
+])
+def test_korean(text: str, expected: str) -> None:
+    """Native numbers before counters (시, 개, 명, 살), Sino-Korean for the rest."""
+    assert normalize_korean(text) == expected
+
+
+def test_korean_numbers() -> None:
+    """Sino-Korean drops a leading 1 before a place; native numbers take their counter form."""
+    assert [sino_number(n) for n in (0, 1, 10, 11, 21, 100, 1000, 10000, 12345, 100000000)] == \
+        ["영", "일", "십", "십일", "이십일", "백", "천", "만", "만이천삼백사십오", "일억"]
+    assert [native_number(n) for n in (1, 2, 3, 4, 10, 20, 21, 99)] == \
+        ["한", "두", "세", "네", "열", "스무", "스물한", "아흔아홉"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("明日 7:30 に会議", "明日 7時30分 に会議"),
+    ("9:00開始", "9時開始"),
+    ("2026/12/01", "2026年12月1日"),
+    ("25°C", "25度"),
+    ("50%", "50パーセント"),
+])
+def test_japanese(text: str, expected: str) -> None:
+    """What pyopenjtalk would misread is rewritten; counters it reads itself are left."""
+    assert normalize_japanese(text) == expected
