@@ -43,7 +43,7 @@ class Router:
     def __init__(self, config: Config, pool: VoicePool) -> None:
         self._config = config
         self._pool = pool
-        self._warned: set[tuple[str, str]] = set()
+        self._warned: set[tuple[str, type[Exception]]] = set()
         self._lock = threading.Lock()
 
     def chain(self, language: str) -> list[str]:
@@ -75,14 +75,15 @@ class Router:
             try:
                 return self._pool.get(name, within_budget=True)
             except VoiceError as err:
-                self._warn_once(language, name, str(err), chain)
+                self._warn_once(language, name, err, chain)
         return self._pool.get(chain[-1])
 
-    def _warn_once(self, language: str, name: str, reason: str, chain: list[str]) -> None:
+    def _warn_once(self, language: str, name: str, err: Exception, chain: list[str]) -> None:
+        # Once per voice and kind of reason: the message carries figures (MB) that move.
         with self._lock:
-            if (name, reason) in self._warned:
+            if (name, type(err)) in self._warned:
                 return
-            self._warned.add((name, reason))
+            self._warned.add((name, type(err)))
         following = chain[chain.index(name) + 1]
         _LOGGER.warning("Language %s: voice %s not used (%s); falling back to %s", language,
-                        name, reason, following)
+                        name, err, following)
