@@ -14,10 +14,11 @@ from .schema import (
     TlsConfig,
     VoiceConfig,
     check_topic_part,
+    default_request_bytes,
 )
 
 __all__ = [
     "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
     "FrontendConfig", "LimitsConfig", "MqttConfig", "TlsConfig", "VoiceConfig",
-    "check_topic_part", "load_config", "parse_config",
+    "check_topic_part", "default_request_bytes", "load_config", "parse_config",
 ]
