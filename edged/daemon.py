@@ -16,6 +16,10 @@ In-flight window: the daemon holds at most `limits.queue` waiting requests plus 
 speaking, all unacknowledged. It asks the broker for a receive maximum of `limits.queue + 2`,
 one slot more than it can hold, so a request beyond a full queue is still delivered and
 answered "busy" at once (and acknowledged) rather than held back silently by the broker.
+
+Load: no outcome is ever dropped. When too much waits for the broker (mqtt/outbox.py), QoS 1
+intake slows (acknowledgements wait, so the broker holds new requests back) and QoS 0
+requests are refused, counted in `refused` in the state and in an `overloaded` event.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from .memory import MemoryGuard
 from .mqtt import MqttLink, Ticket
 from .playback import Player
 from .priorities import preempts
+from .refusals import Refusals
 from .requests import Request, RequestError, Rules, new_id, parse_control, parse_request
 from .synthesis import Speech
 from .voice import VoiceError
@@ -65,7 +70,7 @@ class Daemon:
         """Where a one-line status goes on every change (systemd's STATUS=)."""
         outputs = {"publish"} | ({"play"} if player is not None else set())
         self._rules = Rules(max_chars=config.limits.max_chars, voices=self._pool.names,
-                            outputs=outputs)
+                            outputs=outputs, max_request_bytes=config.limits.request_bytes)
         self._queue: JobQueue[Job] = JobQueue(config.limits.queue)
         self._lock = threading.Lock()
         self._held: dict[tuple[int, int], Job] = {}
@@ -73,9 +78,11 @@ class Daemon:
         self._current: Job | None = None
         self._stopping = threading.Event()
         self._stats: tuple[float, dict[str, Any]] = (0.0, {})
+        self._reload_error: str | None = None
         self.heartbeat = time.monotonic()
         self.link = link
         link.handler = self
+        self._refused = Refusals(self._publish, lambda: link.outgoing)
         self._announcer = Announcer(speech, player, self.link,
                                     stream_audio=config.mqtt.stream_audio,
                                     fallback_to_publish=config.audio.fallback_to_publish,
@@ -92,6 +99,7 @@ class Daemon:
         """Finish the current announcement (up to limits.stop_timeout_s), leave the rest
         unacknowledged for redelivery, say offline, disconnect."""
         self._stopping.set()
+        self._refused.report(every_s=0.0)
         self._queue.close()
         self._worker.join(self.config.limits.stop_timeout_s)
         if self._worker.is_alive():
@@ -115,13 +123,15 @@ class Daemon:
         received = time.monotonic()
         if self._stopping.is_set():
             return  # not acknowledged: the broker keeps it for the next start
+        if self._overloaded(ticket):
+            return
         with self._lock:
             if ticket.dup and (ticket.generation, ticket.mid) in self._held:
                 return  # redelivered after a reconnect; the copy we hold will be acked
         try:
             request = parse_request(payload, self._rules)
         except RequestError as err:
-            self._reject(err.request_id or new_id(), str(err), ticket)
+            self._reject(err.request_id or new_id(), str(err), ticket, err.kind)
             return
         # Without an id, a redelivery is recognised by its packet id and payload.
         done_key = request.id if request.id_given else (
@@ -131,9 +141,10 @@ class Daemon:
                          request.id)
             self.link.ack(ticket)
             return
-        problem = self._memory.over_budget() or self._settings_problem(request)
+        over = self._memory.over_budget()
+        problem = over or self._settings_problem(request)
         if problem:
-            self._reject(request.id, problem, ticket)
+            self._reject(request.id, problem, ticket, "busy" if over else "invalid")
             return
         ttl = request.ttl_s if request.ttl_s is not None else self.config.limits.task_timeout_s
         self._enqueue(Job(request, ticket, done_key, request.voice,
@@ -163,7 +174,7 @@ class Daemon:
             displaced = self._queue.put(job, request.rank, on_admit=self._admit)
         except QueueFull:
             self._reject(request.id, f"busy: {self._queue.maxsize} requests are already "
-                         f"waiting (limits.queue); try again later", job.ticket)
+                         f"waiting (limits.queue); try again later", job.ticket, "busy")
             return
         if displaced is not None:
             self._finish(displaced, Failed(displaced.request.id, error="dropped from the full "
@@ -173,10 +184,12 @@ class Daemon:
         self._publish_state()
 
     def on_control(self, payload: bytes, ticket: Ticket) -> None:
+        if self._overloaded(ticket):
+            return
         try:
             control = parse_control(payload)
         except RequestError as err:
-            self._reject(err.request_id or new_id(), str(err), ticket)
+            self._reject(err.request_id or new_id(), str(err), ticket, err.kind)
             return
         reason = f"{control.action} by control request {control.id}"
         affected: list[str] = []
@@ -192,6 +205,19 @@ class Daemon:
             self._queue.resume()
         self._publish(ControlDone(control.id, action=control.action, affected=tuple(affected)))
         self.link.ack(ticket)
+        self._publish_state()
+
+    def _overloaded(self, ticket: Ticket) -> bool:
+        """A QoS 0 message while too much waits for the broker: refused and counted (QoS 1
+        intake is slowed by the link instead, which defers acknowledgements)."""
+        if ticket.qos != 0 or not self.link.overloaded():
+            return False
+        self._refused.shed()
+        return True
+
+    def reload_refused(self, reason: str) -> None:
+        """A SIGHUP's config was refused: `reload_error` in the state and STATUS= say why."""
+        self._reload_error = reason[:500]
         self._publish_state()
 
     def _admit(self, job: Job) -> None:
@@ -218,6 +244,7 @@ class Daemon:
     def _work(self) -> None:
         while not self._stopping.is_set():
             self.heartbeat = time.monotonic()
+            self._refused.report()
             job = self._queue.get(timeout=0.5)
             if job is None:
                 continue
@@ -276,7 +303,8 @@ class Daemon:
             self._active_ids.discard(job.request.id)
         self.link.ack(job.ticket)
 
-    def _reject(self, request_id: str, error: str, ticket: Ticket) -> None:
+    def _reject(self, request_id: str, error: str, ticket: Ticket, kind: str = "invalid") -> None:
+        self._refused.count(kind)
         _LOGGER.warning("Rejected request %s: %s", request_id, error)
         self._publish(Rejected(request_id, error=error))
         self.link.ack(ticket)
@@ -303,10 +331,16 @@ class Daemon:
             "cache": self._stats[1],
             "version": __version__,
             "device_id": self.config.device_id,
+            "refused": self._refused.snapshot(),
+            "outgoing": self.link.outgoing,
             "ts": round(time.time(), 3),
         }
-        self.link.publish_json(self.link.topics.state, state, retain=True)
+        if self._reload_error is not None:
+            state["reload_error"] = self._reload_error
+        self.link.publish_json(self.link.topics.state, state, retain=True, latest=True)
         if self._status is not None:
             self._status(f"{state['state']}, {state['queue']} waiting"
                          f"{', paused' if state['paused'] else ''}, broker "
-                         f"{'connected' if self.link.connected.is_set() else 'disconnected'}")
+                         f"{'connected' if self.link.connected.is_set() else 'disconnected'}"
+                         + (f"; reload refused: {self._reload_error}" if self._reload_error
+                            else ""))

@@ -15,6 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .config import default_request_bytes
 from .priorities import PRIORITIES, rank
 
 OUTPUTS: Final = ("play", "publish", "both")
@@ -23,21 +24,27 @@ REQUEST_FIELDS: Final = (
     "text", "id", "voice", "speaker", "speed", "volume", "priority", "output", "ttl_s",
 )
 MAX_ID_CHARS: Final = 64
+CONTROL_MAX_BYTES: Final = 4096
 MAX_TTL_S: Final = 86400.0
 _MAX_DEPTH: Final = 4
 """Our schema is flat; a little depth is allowed so wrong types get a specific error."""
 _ID_RE: Final = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-_TOKEN_RE: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-_CONTROL_CHARS: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_TOKEN_RE: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]', re.DOTALL)
+_CONTROL_CHARS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+"""C0 and C1 controls but tab and newline (\\r, U+0085 NEL, U+009B CSI included), and lone
+surrogates (a JSON escape can make one; no encoder takes it)."""
 
 
 class RequestError(ValueError):
     """A payload cannot be served; the message is a sentence safe to publish in an event."""
 
-    def __init__(self, message: str, request_id: str | None = None) -> None:
+    def __init__(self, message: str, request_id: str | None = None, *,
+                 kind: str = "invalid") -> None:
         super().__init__(message)
         self.request_id = request_id
         """The payload's id when it had a valid one, so the rejection can be matched."""
+        self.kind = kind
+        """What the daemon counts it as: "invalid", or "too_large" (the payload size)."""
 
 
 @dataclass(frozen=True)
@@ -49,11 +56,12 @@ class Rules:
     """Voice names a request may choose (empty: the field is not accepted at all)."""
     outputs: Collection[str] = OUTPUTS
     """Outputs this device can serve (no `play` without an audio device)."""
+    max_request_bytes: int | None = None
+    """limits.max_request_bytes; None: derived from max_chars (config.default_request_bytes)."""
 
     @property
     def max_bytes(self) -> int:
-        # JSON may spell one character as a 12-byte surrogate pair escape; 1 KiB for the rest.
-        return max(4096, 12 * self.max_chars + 1024)
+        return self.max_request_bytes or default_request_bytes(self.max_chars)
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,63 @@ def new_id() -> str:
 
 def parse_request(payload: bytes, rules: Rules) -> Request:
     """Plain UTF-8 text, or a JSON object (first non-blank character `{` or `[`)."""
+    try:
+        return _parse_request(payload, rules)
+    except RequestError as err:
+        if err.request_id is None:
+            err.request_id = recover_id(payload, rules.max_bytes)
+        raise
+
+
+def parse_control(payload: bytes) -> Control:
+    """`{"action": "stop"|"skip"|"clear"|"pause"|"resume", "id": str}` or the bare action word."""
+    try:
+        return _parse_control(payload)
+    except RequestError as err:
+        if err.request_id is None:
+            err.request_id = recover_id(payload, CONTROL_MAX_BYTES)
+        raise
+
+
+def recover_id(payload: bytes, max_bytes: int) -> str | None:
+    """The id of a payload that could not be parsed (invalid or too deep JSON, a duplicate
+    field, ...): exactly one top-level `"id"` whose value is a valid id, or None. Looks at
+    most at `max_bytes` bytes, so a rejection can be matched to its request at bounded cost."""
+    text = payload[:max_bytes].decode("utf-8", "replace")
+    if not text.lstrip().startswith("{"):
+        return None
+    depth, prev, key, keys = 0, "", None, 0
+    values: list[str] = []
+    for match in _TOKEN_RE.finditer(text):
+        token = match.group()
+        if token in ("{", "["):
+            depth += 1
+        elif token in ("}", "]"):
+            depth -= 1
+        elif depth == 1:
+            if token == ":":
+                key = _json_string(prev)
+                keys += key == "id"
+            elif token == ",":
+                key = None
+            elif prev == ":" and key == "id":
+                values.append(token)
+        prev = token
+    value = _json_string(values[0]) if keys == 1 and len(values) == 1 else None
+    return value if value is not None and _ID_RE.fullmatch(value) else None
+
+
+def _json_string(token: str) -> str | None:
+    if not token.startswith('"'):
+        return None
+    try:
+        value = json.loads(token)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _parse_request(payload: bytes, rules: Rules) -> Request:
     text = _decode(payload, rules.max_bytes)
     if text.lstrip()[:1] not in ("{", "["):
         return Request(text=_check_text(text.strip(), rules.max_chars))
@@ -98,12 +163,11 @@ def parse_request(payload: bytes, rules: Rules) -> Request:
     try:
         return _build(data, request_id, rules)
     except RequestError as err:
-        raise RequestError(str(err), request_id) from None
+        raise RequestError(str(err), request_id, kind=err.kind) from None
 
 
-def parse_control(payload: bytes) -> Control:
-    """`{"action": "stop"|"skip"|"clear"|"pause"|"resume", "id": str}` or the bare action word."""
-    text = _decode(payload, 4096)
+def _parse_control(payload: bytes) -> Control:
+    text = _decode(payload, CONTROL_MAX_BYTES)
     if text.lstrip()[:1] not in ("{", "["):
         return Control(_choice("action", text.strip(), ACTIONS))
     data = _load_object(text)
@@ -114,7 +178,7 @@ def parse_control(payload: bytes) -> Control:
             raise RequestError("'action' is missing; expected one of " + ", ".join(ACTIONS))
         action = _choice("action", data["action"], ACTIONS)
     except RequestError as err:
-        raise RequestError(str(err), request_id) from None
+        raise RequestError(str(err), request_id, kind=err.kind) from None
     return Control(action, request_id or new_id())
 
 
@@ -189,10 +253,10 @@ def _check_text(text: str, max_chars: int) -> str:
         raise RequestError(f"text is {len(text)} characters; the limit is {max_chars}")
     bad = _CONTROL_CHARS.search(text)
     if bad:
-        raise RequestError(
-            f"text contains the control character U+{ord(bad.group()):04X} "
-            f"at position {bad.start()}"
-        )
+        what = "an unpaired surrogate" if "\ud800" <= bad.group() <= "\udfff" else \
+            "the control character"
+        raise RequestError(f"text contains {what} U+{ord(bad.group()):04X} at position "
+                           f"{bad.start()}")
     return text
 
 
@@ -234,7 +298,8 @@ def _no_unknown(data: dict[str, Any], allowed: tuple[str, ...]) -> None:
 
 def _decode(payload: bytes, max_bytes: int) -> str:
     if len(payload) > max_bytes:
-        raise RequestError(f"payload is {len(payload)} bytes; the limit is {max_bytes}")
+        raise RequestError(f"payload is {len(payload)} bytes; the limit is {max_bytes}",
+                           kind="too_large")
     try:
         return payload.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as err:

@@ -1,6 +1,7 @@
 """The broker side: one paho client with its topics and rules, and announcement audio out."""
 
-from .link import LinkHandler, MqttLink, Ticket, Topics
+from .client_setup import Topics, read_secret
+from .link import LinkHandler, MqttLink, Ticket
 from .sink import AudioSink
 
-__all__ = ["AudioSink", "LinkHandler", "MqttLink", "Ticket", "Topics"]
+__all__ = ["AudioSink", "LinkHandler", "MqttLink", "Ticket", "Topics", "read_secret"]
