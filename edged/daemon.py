@@ -308,6 +308,7 @@ class Daemon:
         _LOGGER.warning("Rejected request %s: %s", request_id, error)
         self._publish(Rejected(request_id, error=error))
         self.link.ack(ticket)
+        self._publish_state()  # `refused` changed (the state is coalesced: cheap under a flood)
 
     def _publish(self, event: Event) -> None:
         self.link.publish_json(self.link.topics.event, event.to_json())
