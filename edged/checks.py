@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .cache import expand_phrases
-from .config import Config, ConfigError
+from .config import Config, ConfigError, load_config
 from .mqtt import read_secret
 from .playback import PlayerError
 from .playback.chimes import load_chime
@@ -45,12 +45,22 @@ def run_checks(config: Config, *, create_dirs: bool = False, device: bool = Fals
 
     def check(kinds: tuple[str, ...]) -> list[str]:
         return [p for key, kind, path in paths
-                if kind in kinds and (p := _check_path(key, kind, path, create_dirs))]
+                if kind in kinds and (p := _check_one(key, kind, path, create_dirs))]
 
     # Folders first: the voice check remembers hashes in cache.dir.
     return (check(("state", "folder")) + _check_voice(config) + check(("secret", "pem", "file"))
             + _check_tls(config) + check(("wav",)) + _check_phrases(config)
             + _check_memory_limit(config) + (_check_device(config) if device else []))
+
+
+def check_config_file(path: Path) -> list[str]:
+    """What `edged check-config FILE` reports: the file's one error (it cannot be read or is not
+    a valid config), or every problem `run_checks` finds; empty: OK."""
+    try:
+        config = load_config(path)
+    except ConfigError as err:
+        return [str(err)]
+    return run_checks(config)
 
 
 def ensure_ready(config: Config) -> None:
@@ -78,6 +88,13 @@ def config_paths(config: object, prefix: str = "") -> Iterator[tuple[str, str, P
             values = value if isinstance(value, tuple) else (value,)
             for i, path in enumerate(values):
                 yield (f"{key}[{i}]" if isinstance(value, tuple) else key), f.metadata["path"], path
+
+
+def _check_one(key: str, kind: str, path: Path, create: bool) -> str | None:
+    try:
+        return _check_path(key, kind, path, create)
+    except OSError as err:  # what the kind's own check did not foresee (EACCES on a parent...)
+        return f"{key}: {path}: {err.strerror or err}"
 
 
 def _check_path(key: str, kind: str, path: Path, create: bool) -> str | None:

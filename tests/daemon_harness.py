@@ -41,12 +41,13 @@ class Message:
 
 
 class Watcher:
-    """Subscribes to `<prefix>/#` and records every message, in order; publishes requests."""
+    """Subscribes to `<prefix>/#` (or to `<prefix>/<t>` for each of `topics`) and records every
+    message, in order; publishes requests."""
 
     def __init__(self, port: int, prefix: str, *, username: str | None = None,
                  password: str | None = None, tls_ca: Path | None = None,
                  tls_cert: Path | None = None, tls_key: Path | None = None,
-                 persistent: bool = False) -> None:
+                 persistent: bool = False, topics: tuple[str, ...] = ("#",)) -> None:
         self.prefix = prefix
         self.messages: list[Message] = []
         self._cond = threading.Condition()
@@ -62,7 +63,7 @@ class Watcher:
         if tls_ca:
             c.tls_set(ca_certs=str(tls_ca), certfile=tls_cert and str(tls_cert),
                       keyfile=tls_key and str(tls_key))
-        c.on_connect = lambda c, u, f, rc, p: c.subscribe(f"{prefix}/#", qos=1)
+        c.on_connect = lambda c, u, f, rc, p: c.subscribe([(f"{prefix}/{t}", 1) for t in topics])
         c.on_subscribe = lambda c, u, mid, rcs, p: self._subscribed.set()
         c.on_disconnect = lambda *a: self._subscribed.clear()
         c.on_message = self._on_message

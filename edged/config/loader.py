@@ -24,6 +24,9 @@ from .bounded_yaml import load_yaml, short
 from .schema import Config, ConfigError
 
 _MAX_FILE_BYTES: Final = 1 << 20
+_MAX_STRING_CHARS: Final = 4096
+_PATH_MAX: Final = 4096
+_NAME_MAX: Final = 255
 
 
 def load_config(path: Path | str) -> Config:
@@ -95,7 +98,10 @@ def _convert(tp: Any, value: object, key: str, base_dir: Path, meta: Any) -> Any
     if tp is Path:
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{key}: expected a path (string), got {_kind(value)}")
-        _no_nul(key, value)
+        _check_string(key, value)
+        if len(value.encode("utf-8", "surrogatepass")) >= _PATH_MAX or any(
+                len(part.encode("utf-8", "surrogatepass")) > _NAME_MAX for part in value.split("/")):
+            raise ConfigError(f"{key}: a path longer than the system allows: {short(value)}")
         path = Path(value).expanduser()
         return path if path.is_absolute() else base_dir / path
     if tp is bool:
@@ -115,7 +121,7 @@ def _convert(tp: Any, value: object, key: str, base_dir: Path, meta: Any) -> Any
     if tp is str:
         if isinstance(value, bool) or not isinstance(value, str | int):
             raise ConfigError(f"{key}: expected a string, got {_kind(value)}")
-        _no_nul(key, str(value))
+        _check_string(key, str(value))
         return str(value)
     raise ConfigError(f"{key}: unsupported type {tp!r}")  # a bug in this module, not the file
 
@@ -127,10 +133,13 @@ def _check_range(key: str, value: float, meta: Any) -> Any:
     return value
 
 
-def _no_nul(key: str, value: str) -> None:
+def _check_string(key: str, value: str) -> None:
     # A NUL passes YAML ("\0" in double quotes) but no file name, topic or C library takes it.
     if "\0" in value:
         raise ConfigError(f"{key}: contains a NUL character: {short(value)}")
+    if len(value) > _MAX_STRING_CHARS:
+        raise ConfigError(f"{key}: {len(value)} characters; a setting has at most "
+                          f"{_MAX_STRING_CHARS}")
 
 
 def _kind(value: object) -> str:
