@@ -189,6 +189,8 @@ class DaemonProc:
         self.path = workdir / "edged.yaml"
         self.log = workdir / "daemon.log"
         self.proc: subprocess.Popen | None = None
+        self.launcher: list[str] = []
+        """Words before `python -m edged run ...` (e.g. a shell that joins a cgroup first)."""
 
     def write(self) -> None:
         self.path.write_text(yaml.safe_dump(self.config))
@@ -198,7 +200,7 @@ class DaemonProc:
         mark = watcher.mark() if watcher else 0
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [*EDGED, "run", "--config", str(self.path), *args],
+                [*self.launcher, *EDGED, "run", "--config", str(self.path), *args],
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
