@@ -7,7 +7,6 @@ JSON nesting are bounded *before* parsing, so no payload can make the parser do 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import uuid
@@ -15,8 +14,12 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .bounded_json import ID_RE, RequestError, decode, kind, load_object, recover_id, short
 from .config import default_request_bytes
 from .priorities import PRIORITIES, rank
+
+__all__ = ["ACTIONS", "CONTROL_MAX_BYTES", "OUTPUTS", "Control", "Request", "RequestError", "Rules",
+           "new_id", "parse_control", "parse_request", "recover_id"]
 
 OUTPUTS: Final = ("play", "publish", "both")
 ACTIONS: Final = ("stop", "skip", "clear", "pause", "resume")
@@ -26,25 +29,9 @@ REQUEST_FIELDS: Final = (
 MAX_ID_CHARS: Final = 64
 CONTROL_MAX_BYTES: Final = 4096
 MAX_TTL_S: Final = 86400.0
-_MAX_DEPTH: Final = 4
-"""Our schema is flat; a little depth is allowed so wrong types get a specific error."""
-_ID_RE: Final = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-_TOKEN_RE: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]', re.DOTALL)
 _CONTROL_CHARS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 """C0 and C1 controls but tab and newline (\\r, U+0085 NEL, U+009B CSI included), and lone
 surrogates (a JSON escape can make one; no encoder takes it)."""
-
-
-class RequestError(ValueError):
-    """A payload cannot be served; the message is a sentence safe to publish in an event."""
-
-    def __init__(self, message: str, request_id: str | None = None, *,
-                 kind: str = "invalid") -> None:
-        super().__init__(message)
-        self.request_id = request_id
-        """The payload's id when it had a valid one, so the rejection can be matched."""
-        self.kind = kind
-        """What the daemon counts it as: "invalid", or "too_large" (the payload size)."""
 
 
 @dataclass(frozen=True)
@@ -116,49 +103,11 @@ def parse_control(payload: bytes) -> Control:
         raise
 
 
-def recover_id(payload: bytes, max_bytes: int) -> str | None:
-    """The id of a payload that could not be parsed (invalid or too deep JSON, a duplicate
-    field, ...): exactly one top-level `"id"` whose value is a valid id, or None. Looks at
-    most at `max_bytes` bytes, so a rejection can be matched to its request at bounded cost."""
-    text = payload[:max_bytes].decode("utf-8", "replace")
-    if not text.lstrip().startswith("{"):
-        return None
-    depth, prev, key, keys = 0, "", None, 0
-    values: list[str] = []
-    for match in _TOKEN_RE.finditer(text):
-        token = match.group()
-        if token in ("{", "["):
-            depth += 1
-        elif token in ("}", "]"):
-            depth -= 1
-        elif depth == 1:
-            if token == ":":
-                key = _json_string(prev)
-                keys += key == "id"
-            elif token == ",":
-                key = None
-            elif prev == ":" and key == "id":
-                values.append(token)
-        prev = token
-    value = _json_string(values[0]) if keys == 1 and len(values) == 1 else None
-    return value if value is not None and _ID_RE.fullmatch(value) else None
-
-
-def _json_string(token: str) -> str | None:
-    if not token.startswith('"'):
-        return None
-    try:
-        value = json.loads(token)
-    except ValueError:
-        return None
-    return value if isinstance(value, str) else None
-
-
 def _parse_request(payload: bytes, rules: Rules) -> Request:
-    text = _decode(payload, rules.max_bytes)
+    text = decode(payload, rules.max_bytes)
     if text.lstrip()[:1] not in ("{", "["):
         return Request(text=_check_text(text.strip(), rules.max_chars))
-    data = _load_object(text)
+    data = load_object(text)
     request_id = _take_id(data)
     try:
         return _build(data, request_id, rules)
@@ -167,10 +116,10 @@ def _parse_request(payload: bytes, rules: Rules) -> Request:
 
 
 def _parse_control(payload: bytes) -> Control:
-    text = _decode(payload, CONTROL_MAX_BYTES)
+    text = decode(payload, CONTROL_MAX_BYTES)
     if text.lstrip()[:1] not in ("{", "["):
         return Control(_choice("action", text.strip(), ACTIONS))
-    data = _load_object(text)
+    data = load_object(text)
     request_id = _take_id(data)
     try:
         _no_unknown(data, ("action", "id"))
@@ -191,17 +140,17 @@ def _build(data: dict[str, Any], request_id: str | None, rules: Rules) -> Reques
         raise RequestError("'text' is missing")
     text = data["text"]
     if not isinstance(text, str):
-        raise RequestError(f"text must be a string, got {_kind(text)}")
+        raise RequestError(f"text must be a string, got {kind(text)}")
     values: dict[str, Any] = {"text": _check_text(text.strip(), rules.max_chars)}
     if request_id is not None:
         values.update(id=request_id, id_given=True)
     if data.get("voice") is not None:
         voice = data["voice"]
         if not isinstance(voice, str):
-            raise RequestError(f"voice must be a string, got {_kind(voice)}")
+            raise RequestError(f"voice must be a string, got {kind(voice)}")
         if voice not in rules.voices:
             known = ", ".join(sorted(rules.voices)) or "none"
-            raise RequestError(f"unknown voice {_short(voice)}; configured voices: {known}")
+            raise RequestError(f"unknown voice {short(voice)}; configured voices: {known}")
         values["voice"] = voice
     if data.get("speaker") is not None:
         values["speaker"] = _speaker(data["speaker"])
@@ -234,14 +183,14 @@ def _take_id(data: dict[str, Any]) -> str | None:
         return None
     value = data["id"]
     if not isinstance(value, str):
-        raise RequestError(f"id must be a string, got {_kind(value)}")
+        raise RequestError(f"id must be a string, got {kind(value)}")
     if len(value) > MAX_ID_CHARS:
         raise RequestError(f"id is {len(value)} characters; the limit is {MAX_ID_CHARS}")
-    if not _ID_RE.fullmatch(value):
+    if not ID_RE.fullmatch(value):
         # The id becomes part of the topic <prefix>/audio/<id>: no '/', '+', '#' or spaces.
         raise RequestError(
             "id may only contain letters, digits, '.', '_', ':' and '-' "
-            f"(it names the topic <prefix>/audio/<id>); got {_short(value)}"
+            f"(it names the topic <prefix>/audio/<id>); got {short(value)}"
         )
     return value
 
@@ -262,7 +211,7 @@ def _check_text(text: str, max_chars: int) -> str:
 
 def _speaker(value: object) -> str | int:
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise RequestError(f"speaker must be a name or a number, got {_kind(value)}")
+        raise RequestError(f"speaker must be a name or a number, got {kind(value)}")
     if isinstance(value, int) and not 0 <= value < 100000:
         raise RequestError(f"speaker {value} is out of range")
     if isinstance(value, str) and len(value) > MAX_ID_CHARS:
@@ -272,7 +221,7 @@ def _speaker(value: object) -> str | int:
 
 def _number(name: str, value: object, lo: float, hi: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RequestError(f"{name} must be a number, got {_kind(value)}")
+        raise RequestError(f"{name} must be a number, got {kind(value)}")
     if not math.isfinite(value) or not lo <= value <= hi:
         raise RequestError(f"{name} is {value}; it must be between {lo:g} and {hi:g}")
     return float(value)
@@ -280,7 +229,7 @@ def _number(name: str, value: object, lo: float, hi: float) -> float:
 
 def _choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
-        shown = _short(value) if isinstance(value, str) else _kind(value)
+        shown = short(value) if isinstance(value, str) else kind(value)
         raise RequestError(f"{name} is {shown}; expected one of {', '.join(choices)}")
     return value
 
@@ -288,72 +237,6 @@ def _choice(name: str, value: object, choices: tuple[str, ...]) -> str:
 def _no_unknown(data: dict[str, Any], allowed: tuple[str, ...]) -> None:
     unknown = [k for k in data if k not in allowed]
     if unknown:
-        names = ", ".join(_short(k) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        names = ", ".join(short(k) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
         noun = "field" if len(unknown) == 1 else "fields"
         raise RequestError(f"unknown {noun} {names}; allowed fields: {', '.join(allowed)}")
-
-
-# -- bytes to a JSON object, bounded ---------------------------------------------------------
-
-
-def _decode(payload: bytes, max_bytes: int) -> str:
-    if len(payload) > max_bytes:
-        raise RequestError(f"payload is {len(payload)} bytes; the limit is {max_bytes}",
-                           kind="too_large")
-    try:
-        return payload.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as err:
-        raise RequestError(
-            f"payload is not valid UTF-8: {err.reason} (byte 0x{payload[err.start]:02x} "
-            f"at offset {err.start})"
-        ) from None
-
-
-def _load_object(text: str) -> dict[str, Any]:
-    if text.count("{") + text.count("[") > _MAX_DEPTH:
-        _check_depth(text)
-    try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except RequestError:
-        raise
-    except ValueError as err:  # JSONDecodeError, and int() of a 5000-digit number
-        raise RequestError(f"payload looks like JSON but is not valid: {err}") from None
-    if not isinstance(data, dict):
-        raise RequestError(f"a JSON payload must be an object, got {_kind(data)}")
-    return data
-
-
-def _check_depth(text: str) -> None:
-    depth = 0
-    for token in _TOKEN_RE.finditer(text):
-        char = token.group()[0]
-        if char in "[{":
-            depth += 1
-            if depth > _MAX_DEPTH:
-                raise RequestError(f"JSON is nested deeper than {_MAX_DEPTH} levels")
-        elif char in "]}":
-            depth -= 1
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in data:
-            raise RequestError(f"field {_short(key)} appears twice")
-        data[key] = value
-    return data
-
-
-def _no_constant(name: str) -> None:
-    raise RequestError(f"{name} is not a valid JSON number")
-
-
-def _kind(value: object) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "true/false",
-             int: "an integer", float: "a number", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
-
-
-def _short(value: object, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 4] + "...'"

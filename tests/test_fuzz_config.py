@@ -31,7 +31,8 @@ def _fuzz(tmp_path: Path, voice: Path, seed: int, count: int) -> dict[str, int]:
         path.write_bytes(document)
         before = _reset_peak_rss()
         result: list[object] = []
-        worker = threading.Thread(target=lambda: result.append(_check(path)), daemon=True)
+        worker = threading.Thread(target=lambda out=result: out.append(_check(path)),
+                                  daemon=True)
         worker.start()
         worker.join(_HANG_S)
         where = f"document {i} of seed {seed}: {document[:300]!r}"

@@ -67,6 +67,7 @@ def test_a_60_mb_payload_never_reaches_the_daemon_and_it_keeps_speaking(
     watcher.say(b"x" * (60 * _MB))
     _ping(watcher)
     grown = peak_rss_mb(d.proc.pid) - before
+    print(f"peak RSS {before:.0f} MiB before the 60 MB payload, +{grown:.1f} MiB after")
     assert grown < 100, f"peak RSS grew by {grown:.0f} MiB for one message"
     d.signal(signal.SIGTERM)
     assert d.wait(15) == 0
