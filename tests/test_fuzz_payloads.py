@@ -26,8 +26,9 @@ from test_hardening import peak_rss_mb
 _BATCH = 25
 _MAX_CHARS = 500
 _MEMORY_MB = 400
-_FINAL_S = 60.0
-"""A bound on one batch (25 announcements of the tiny voice take a second or two)."""
+_FINAL_S = 10.0
+"""The issue's bound, for a whole batch: every payload of it is answered within 10 s (a batch
+takes well under a second here; this catches a hang, it is not a speed target)."""
 
 
 @pytest.fixture
