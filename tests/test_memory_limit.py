@@ -73,6 +73,7 @@ def test_a_200_mb_payload_leaves_a_512_mb_daemon_up_and_speaking(
         assert w.final(rid, 60)["event"] == "finished"
         assert d.alive() and _oom_kills(cgroup) == 0
         peak = int((cgroup / "memory.max_usage_in_bytes").read_text())
+        print(f"512 MiB group after a 200 MB payload: peak usage {peak >> 20} MiB, no OOM kill")
         assert peak < _LIMIT // 2, f"the group peaked at {peak >> 20} MiB"
         d.stop()
         greedy = DaemonProc(tmp_path / "greedy", port, prefix, tiny_voice_path,
