@@ -92,7 +92,7 @@ class App:
 
 def assemble(config: Config, status: Callable[[str], None]) -> App:
     """Check, load and wire everything; ConfigError, VoiceError or StartError when it cannot."""
-    ensure_ready(config)  # one line naming the key or file: voice, folders, secrets, memory
+    ensure_ready(config)  # one line naming the key or file: every check, the audio device too
     phrases = expand_phrases(config.cache.phrases, config.cache.max_expansions)
     status("loading voice")
     voice = _warmed_up(config, load_voice(config, status=status))
@@ -156,15 +156,10 @@ def _open_player(config: Config) -> Player | None:
     if config.output not in ("play", "both"):
         return None
     player = Player(config.audio)
-    try:
-        player.check_device()
-    except PlayerError as err:
-        if config.audio.fallback_to_publish:
+    if config.audio.fallback_to_publish:  # without a fallback, ensure_ready checked the device
+        try:
+            player.check_device()
+        except PlayerError as err:
             _LOGGER.warning("audio: %s; announcements are published on MQTT until a device "
                             "works (audio.fallback_to_publish)", err)
-            return player
-        raise StartError(
-            f"audio: {err} (output is {config.output!r}; use output: publish on a device "
-            "without a sound card)"
-        ) from None
     return player

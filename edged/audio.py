@@ -15,6 +15,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from .files import FileTooLarge, read_bounded
+
 Samples = npt.NDArray[np.int16]
 Floats = npt.NDArray[np.float32]
 _WAV_MAX_BYTES: Final = 16 << 20
@@ -94,8 +96,8 @@ def from_wav_bytes(data: bytes, *, max_s: float | None = None) -> Audio:
 
 def read_wav(path: Path, *, max_s: float | None = None) -> Audio:
     """The one WAV file loader (chimes, start-up checks): bounded, WavError or OSError."""
-    with path.open("rb") as f:
-        data = f.read(_WAV_MAX_BYTES + 1)
-    if len(data) > _WAV_MAX_BYTES:
-        raise WavError(f"larger than {_WAV_MAX_BYTES >> 20} MiB")
+    try:
+        data = read_bounded(path, _WAV_MAX_BYTES)
+    except FileTooLarge:
+        raise WavError(f"larger than {_WAV_MAX_BYTES >> 20} MiB") from None
     return from_wav_bytes(data, max_s=max_s)

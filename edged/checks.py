@@ -4,8 +4,14 @@ Each problem is one line, `<key or file>: <what is wrong>`, so a person (or the 
 on it. Config syntax, ranges and the rules between fields are checked by the config loader;
 these checks look at what the config points to. Every path the config names is checked by the
 kind its schema gives it (config/schema.py, `path`): folders we write must be writable, secrets
-and PEM files readable, WAV files usable as chimes. Then the voice files and their sha256, and
-the service's memory limit.
+readable as the MQTT link reads them, PEM files loadable, WAV files usable as chimes. Then the
+voice files and their sha256, the pinned phrases as the daemon expands them, the service's
+memory limit and, at a start, the audio device.
+
+`run_checks` is the one function: `edged run` (ensure_ready), `edged check-config` and a reload
+(SIGHUP) all call it, so none of them can accept what another refuses. The one difference is
+the audio device (`device=`): it is hardware that comes and goes, which the running daemon
+may hold open; a start checks it, a reload when the config changes it, check-config never.
 """
 
 from __future__ import annotations
@@ -18,37 +24,49 @@ import tempfile
 import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
 
-from .config import Config, ConfigError
+from .cache import expand_phrases
+from .config import Config, ConfigError, load_config
+from .mqtt import read_secret
+from .playback import PlayerError
 from .playback.chimes import load_chime
+from .playback.devices import Device
 from .voice import VoiceError, find_voice
 from .voice.catalog import CatalogError, load_catalog
 from .voice.hashes import HASH_MEMO_NAME, file_sha256, forget
 
 _LOGGER = logging.getLogger(__name__)
 
-_MAX_SECRET_BYTES: Final = 4096
-
-
-def run_checks(config: Config, *, create_dirs: bool = False) -> list[str]:
+def run_checks(config: Config, *, create_dirs: bool = False, device: bool = False) -> list[str]:
     """Every problem found (empty: ready to start). `create_dirs`: make missing folders
-    (the daemon does; `check-config` only checks that they could be made)."""
+    (the daemon does; `check-config` only checks that they could be made). `device`: the
+    audio device too, when the output plays without a fallback."""
     paths = list(config_paths(config))
 
     def check(kinds: tuple[str, ...]) -> list[str]:
         return [p for key, kind, path in paths
-                if kind in kinds and (p := _check_path(key, kind, path, create_dirs))]
+                if kind in kinds and (p := _check_one(key, kind, path, create_dirs))]
 
     # Folders first: the voice check remembers hashes in cache.dir.
     return (check(("state", "folder")) + _check_voice(config) + check(("secret", "pem", "file"))
-            + _check_tls(config) + check(("wav",)) + _check_memory_limit(config))
+            + _check_tls(config) + check(("wav",)) + _check_phrases(config)
+            + _check_memory_limit(config) + (_check_device(config) if device else []))
+
+
+def check_config_file(path: Path) -> list[str]:
+    """What `edged check-config FILE` reports: the file's one error (it cannot be read or is not
+    a valid config), or every problem `run_checks` finds; empty: OK."""
+    try:
+        config = load_config(path)
+    except ConfigError as err:
+        return [str(err)]
+    return run_checks(config)
 
 
 def ensure_ready(config: Config) -> None:
     """For the daemon, before it starts anything: log every problem and raise ConfigError with
     the first (one line on stderr, exit 2; systemd's restart limit then stops the retries)."""
-    problems = run_checks(config, create_dirs=True)
+    problems = run_checks(config, create_dirs=True, device=True)
     for problem in problems[1:]:  # the first becomes the exception's one line
         _LOGGER.error("Start-up check failed: %s", problem)
     if problems:
@@ -72,6 +90,13 @@ def config_paths(config: object, prefix: str = "") -> Iterator[tuple[str, str, P
                 yield (f"{key}[{i}]" if isinstance(value, tuple) else key), f.metadata["path"], path
 
 
+def _check_one(key: str, kind: str, path: Path, create: bool) -> str | None:
+    try:
+        return _check_path(key, kind, path, create)
+    except OSError as err:  # what the kind's own check did not foresee (EACCES on a parent...)
+        return f"{key}: {path}: {err.strerror or err}"
+
+
 def _check_path(key: str, kind: str, path: Path, create: bool) -> str | None:
     if kind == "state":
         return check_writable_dir(path, key, create=create)
@@ -79,13 +104,14 @@ def _check_path(key: str, kind: str, path: Path, create: bool) -> str | None:
         return f"{key}: {path} is not a folder" if path.exists() and not path.is_dir() else None
     if kind == "wav":
         return check_wav_file(path, key)
-    limit = _MAX_SECRET_BYTES if kind == "secret" else None
-    problem = _check_readable(path, max_bytes=limit)
-    if problem:
-        return f"{key}: {problem}"
-    if kind == "secret" and not path.read_bytes().strip():
-        return f"{key}: {path} is empty"
-    return None
+    if kind == "secret":
+        try:
+            read_secret(path, key)  # exactly as the MQTT link will read it
+        except ConfigError as err:
+            return str(err)
+        return None
+    problem = _check_readable(path)
+    return f"{key}: {problem}" if problem else None
 
 
 # ---------------------------------------------------------------------------- folders
@@ -230,6 +256,27 @@ def check_wav_file(path: Path, key: str) -> str | None:
     return None
 
 
+# ---------------------------------------------------------------------------- phrases, device
+def _check_phrases(config: Config) -> list[str]:
+    """cache.phrases as the daemon expands them at start (templates within max_expansions)."""
+    try:
+        expand_phrases(config.cache.phrases, config.cache.max_expansions)
+    except ConfigError as err:
+        return [str(err)]
+    return []
+
+
+def _check_device(config: Config) -> list[str]:
+    if config.output not in ("play", "both") or config.audio.fallback_to_publish:
+        return []
+    try:
+        Device(config.audio).check()
+    except PlayerError as err:
+        return [f"audio: {err} (output is {config.output!r}; use output: publish on a device "
+                "without a sound card)"]
+    return []
+
+
 # ---------------------------------------------------------------------------- memory
 def _check_memory_limit(config: Config, cgroup_root: Path = Path("/sys/fs/cgroup")) -> list[str]:
     """Under systemd, MemoryMax= below limits.memory_mb would get edged OOM-killed in a loop."""
@@ -241,14 +288,26 @@ def _check_memory_limit(config: Config, cgroup_root: Path = Path("/sys/fs/cgroup
 
 
 def service_memory_max(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int | None:
-    """memory.max of our own cgroup (cgroup v2) in bytes; None if unlimited or unknown."""
+    """The memory limit of our own cgroup in bytes (v2 `memory.max`, or v1
+    `memory.limit_in_bytes`); None if unlimited or unknown."""
     try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            if line.startswith("0::"):
-                value = (cgroup_root / line[3:].lstrip("/") / "memory.max").read_text().strip()
-                return None if value == "max" else int(value)
-    except (OSError, ValueError):
-        pass
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _id, controllers, group = line.split(":", 2)
+        if controllers == "":
+            where = cgroup_root / group.lstrip("/") / "memory.max"
+        elif "memory" in controllers.split(","):
+            where = cgroup_root / "memory" / group.lstrip("/") / "memory.limit_in_bytes"
+        else:
+            continue
+        try:
+            value = where.read_text().strip()
+        except OSError:
+            continue
+        if value.isdigit() and int(value) < 1 << 60:  # v1 says "unlimited" with a huge number
+            return int(value)
     return None
 
 

@@ -5,16 +5,26 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import typing
 from collections.abc import Sequence
 
 from . import __version__
 from .commands import COMMANDS, CommandError
+from .commands.common import one_line
 from .config import ConfigError
 from .voice import VoiceError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors as one line like every other error (its own print the
+    usage over several lines first)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"edged: {one_line(message)} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="edged", description="Offline speech announcements: MQTT in, neural speech out."
     )
     parser.add_argument("--version", action="version", version=f"edged {__version__}")
@@ -36,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         status = args.func(args)
     except (CommandError, ConfigError, VoiceError) as err:
         # Errors at the edge: one line a person can act on, no traceback, status 2.
-        print(f"edged: {err}", file=sys.stderr)
+        print(f"edged: {one_line(err)}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)

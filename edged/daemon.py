@@ -5,7 +5,7 @@
       "queued" (or "rejected" + ack)            "started" -> cache or scheduler -> outputs
     on_control: stop/skip/clear/pause/resume    "finished"/"failed" -> remember id -> ack
     say / control: the same from the HTTP server (no ticket: nothing to ack, outcome returned)
-Every event goes to `<prefix>/event` and to the in-process listeners (`fanout`, events.py).
+Every event goes to `<prefix>/event` and to the in-process listeners (outcomes.py).
 
 The queue holds announcements waiting for the loudspeaker; their synthesis runs on the shared
 synthesis scheduler (synthesis/scheduler.py) when their turn comes, at their priority.
@@ -18,6 +18,10 @@ In-flight window: the daemon holds at most `limits.queue` waiting requests plus 
 speaking, all unacknowledged. It asks the broker for a receive maximum of `limits.queue + 2`,
 one slot more than it can hold, so a request beyond a full queue is still delivered and
 answered "busy" at once (and acknowledged) rather than held back silently by the broker.
+
+Load: no outcome is ever dropped. When too much waits for the broker (mqtt/outbox.py), QoS 1
+intake slows (acknowledgements wait, so the broker holds new requests back) and QoS 0
+requests are refused, counted in `refused` in the state and in an `overloaded` event.
 """
 
 from __future__ import annotations
@@ -28,40 +32,26 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from .announcer import Announcer, Job
 from .config import Config
 from .device_state import DeviceSettings, Recent
 from .donelog import DoneLog
-from .events import ControlDone, Event, Failed, Fanout, Finished, Queued, Rejected, Started
+from .events import ControlDone, Failed, Finished, Queued, Started
 from .jobqueue import JobQueue, QueueFull
-from .languages import LanguageError, check_tags
 from .memory import MemoryGuard
 from .mqtt import MqttLink, Ticket
+from .outcomes import Intake, Outcomes, Problem
 from .playback import Player
 from .priorities import preempts
 from .requests import Request, RequestError, Rules, new_id, parse_control, parse_request
 from .state import StateBoard
 from .synthesis import Speech
-from .voice import VoiceError
 
 _LOGGER = logging.getLogger(__name__)
 SHUTDOWN: Final = "shutdown"
 """Abort reason of the job cut short by SIGTERM: it gets no final event and no ack."""
-
-
-@dataclass(frozen=True)
-class Intake:
-    """What became of an announcement handed to `Daemon.say` (the HTTP twin of MQTT `say`)."""
-
-    id: str
-    outcome: Literal["queued", "duplicate", "rejected"]
-    """duplicate: its id was already handled or is being handled; it is not spoken twice."""
-    error: str = ""
-    problem: Literal["", "invalid", "too_large", "busy", "unavailable"] = ""
-    """Why it was rejected; unavailable: the daemon is stopping or over its memory budget."""
 
 
 class Daemon:
@@ -78,11 +68,9 @@ class Daemon:
         self._memory = MemoryGuard(config.limits.memory_mb)
         self._done = done
         self._player = player
-        self._status = status
-        """Where a one-line status goes on every change (systemd's STATUS=)."""
         outputs = {"publish"} | ({"play"} if player is not None else set())
         self._rules = Rules(max_chars=config.limits.max_chars, voices=self._pool.names,
-                            outputs=outputs)
+                            outputs=outputs, max_request_bytes=config.limits.request_bytes)
         self._queue: JobQueue[Job] = JobQueue(config.limits.queue)
         self._lock = threading.Lock()
         self._held: dict[tuple[int, int], Job] = {}
@@ -93,7 +81,8 @@ class Daemon:
         """Device volume and selected voice (Home Assistant's number and select)."""
         self.recent = Recent()
         self._board = StateBoard(config, self._pool, self._cache, self.settings, self.recent)
-        self.fanout = Fanout()  # every event, to in-process listeners (HTTP's Server-Sent Events)
+        self._out = Outcomes(link, done, self._board, self.recent, status)
+        self.fanout = self._out.fanout
         self.heartbeat = time.monotonic()
         self.link = link
         link.handler = self
@@ -130,6 +119,7 @@ class Daemon:
     # -- requests (paho network thread) ----------------------------------------------------
 
     def on_connected(self, session_present: bool) -> None:
+        self._out.refused.report(every_s=0.0)
         self._publish_state()
 
     def on_say(self, payload: bytes, ticket: Ticket) -> None:
@@ -139,7 +129,8 @@ class Daemon:
         with self._lock:
             if ticket.dup and (ticket.generation, ticket.mid) in self._held:
                 return  # redelivered after a reconnect; the copy we hold will be acked
-        self._take(payload, ticket, received)
+        if not self._overloaded(ticket):
+            self._take(payload, ticket, received)
 
     def say(self, payload: bytes) -> Intake:
         """The HTTP twin of `on_say`, from any thread: the same parsing, queue, done-log and
@@ -160,10 +151,11 @@ class Daemon:
         if self._seen(request, done_key, ticket):
             _LOGGER.info("Request %s was delivered again; already handled, not spoken twice",
                          request.id)
-            self._ack(ticket)
+            self._out.ack(ticket)
             return Intake(request.id, "duplicate")
         over = self._memory.over_budget()
-        problem = over or self._settings_problem(request)
+        problem = over or self._speech.problem(request.text, request.voice,
+                                              speaker=request.speaker, speed=request.speed)
         if problem:
             return self._reject(request.id, problem, ticket, "unavailable" if over else "invalid")
         ttl = request.ttl_s if request.ttl_s is not None else self.config.limits.task_timeout_s
@@ -176,21 +168,6 @@ class Daemon:
             return True
         with self._lock:
             return request.id_given and request.id in self._active_ids
-
-    def _settings_problem(self, request: Request) -> str | None:
-        """The configured voice is loaded: check the request's speaker and speed now. Another
-        voice is loaded (and its speaker checked) when its turn comes. Language tags too."""
-        try:
-            check_tags(request.text)
-        except LanguageError as err:
-            return str(err)
-        if request.voice is not None and request.voice not in self._pool.default_names:
-            return None
-        try:
-            self._speech.settings(self._pool.get(), speaker=request.speaker, speed=request.speed)
-        except VoiceError as err:
-            return str(err)
-        return None
 
     def _enqueue(self, job: Job) -> Intake:
         request = job.request
@@ -208,6 +185,8 @@ class Daemon:
         return Intake(request.id, "queued")
 
     def on_control(self, payload: bytes, ticket: Ticket) -> None:
+        if self._overloaded(ticket):
+            return
         with contextlib.suppress(RequestError):  # already rejected (published and acked)
             self._control(payload, ticket)
 
@@ -219,7 +198,8 @@ class Daemon:
         try:
             control = parse_control(payload)
         except RequestError as err:
-            self._reject(err.request_id or new_id(), str(err), ticket)
+            self._reject(err.request_id or new_id(), str(err), ticket,
+                         "too_large" if err.too_large else "invalid")
             raise
         reason = f"{control.action} by control request {control.id}"
         affected: list[str] = []
@@ -234,10 +214,18 @@ class Daemon:
         elif control.action == "resume":
             self._queue.resume()
         done = ControlDone(control.id, action=control.action, affected=tuple(affected))
-        self._publish(done)
-        self._ack(ticket)
+        self._out.publish(done)
+        self._out.ack(ticket)
         self._publish_state()
         return done
+
+    def _overloaded(self, ticket: Ticket) -> bool:
+        """A QoS 0 message while too much waits for the broker: refused and counted (QoS 1
+        intake is slowed by the link instead, which defers acknowledgements)."""
+        if ticket.qos != 0 or not self.link.overloaded():
+            return False
+        self._out.refused.shed()
+        return True
 
     def _admit(self, job: Job) -> None:
         # Runs under the queue lock, before the announcer thread can see the job.
@@ -246,7 +234,7 @@ class Daemon:
                 self._held[(job.ticket.generation, job.ticket.mid)] = job
             self._active_ids.add(job.request.id)
         # The queue's lock is an RLock: len() from here is fine.
-        self._publish(Queued(job.request.id, priority=job.request.priority,
+        self._out.publish(Queued(job.request.id, priority=job.request.priority,
                              queue=len(self._queue) + 1))
 
     def _interrupt(self, which: Callable[[Job], bool], reason: str) -> list[str]:
@@ -266,6 +254,7 @@ class Daemon:
             self.heartbeat = time.monotonic()
             job = self._queue.get(timeout=0.5)
             if job is None:
+                self._out.refused.report()  # what was shed while busy, once idle
                 continue
             try:
                 self._serve(job)
@@ -282,7 +271,7 @@ class Daemon:
             return
         with self._lock:
             self._current = job
-        self._publish(Started(job.request.id))
+        self._out.publish(Started(job.request.id))
         self._publish_state()
         try:
             finished = self._announcer.announce(job)
@@ -305,42 +294,28 @@ class Daemon:
     def _beat(self) -> None:
         self.heartbeat = time.monotonic()
 
-    # -- events, acks, state --------------------------------------------------------------
+    # -- outcomes, state ------------------------------------------------------------------
 
     def _finish(self, job: Job, event: Finished | Failed) -> None:
         """The one final event of an accepted request, then remember it, then acknowledge."""
-        self._publish(event)
-        if isinstance(event, Finished):
-            _LOGGER.info("Finished request %s (%s, %d ms of audio, first audio after %s ms)",
-                         event.id, "cached" if event.cached else "synthesized",
-                         event.duration_ms, event.first_audio_ms)
-        else:
-            _LOGGER.info("Request %s failed: %s", event.id, event.error)
-        self.recent.record(job.request.text, event)
-        self._done.add(job.done_key)
+        self._out.final(job.done_key, job.request.text, event)
         with self._lock:
             if job.ticket is not None:
                 self._held.pop((job.ticket.generation, job.ticket.mid), None)
             self._active_ids.discard(job.request.id)
-        self._ack(job.ticket)
-        self._board.refresh_stats()  # fresh cache figures with the outcome
+        self._out.ack(job.ticket)
         self._publish_state()  # the last announcement's outcome (Home Assistant's sensors)
 
     def _reject(self, request_id: str, error: str, ticket: Ticket | None,
-                problem: Literal["invalid", "too_large", "busy", "unavailable"] = "invalid",
-                ) -> Intake:
-        _LOGGER.warning("Rejected request %s: %s", request_id, error)
-        self._publish(Rejected(request_id, error=error))
-        self._ack(ticket)
+                problem: Problem = "invalid") -> Intake:
+        self._out.reject(request_id, error, ticket, problem)
+        self._publish_state()  # `refused` changed (a latest value: cheap under a flood)
         return Intake(request_id, "rejected", error, problem)
 
-    def _ack(self, ticket: Ticket | None) -> None:
-        if ticket is not None:  # None: from HTTP, answered in its response
-            self.link.ack(ticket)
-
-    def _publish(self, event: Event) -> None:
-        self.link.publish_json(self.link.topics.event, event.to_json())
-        self.fanout.publish(event)
+    def reload_refused(self, reason: str) -> None:
+        """A SIGHUP's config was refused: `reload_error` in the state and STATUS= say why."""
+        self._out.reload_refused(reason)
+        self._publish_state()
 
     def report(self, part: str, value: Any) -> None:
         """Show `value` as `part` of the state (a network server's address or why it is off)."""
@@ -351,17 +326,12 @@ class Daemon:
         """What `<prefix>/state` says now."""
         with self._lock:
             speaking = self._current is not None
-        return self._board.build(speaking=speaking, queue=len(self._queue),
-                                 paused=self._queue.paused)
+        return self._out.state(speaking=speaking, queue=len(self._queue),
+                               paused=self._queue.paused)
 
     def publish_state(self) -> None:
         """Publish `<p>/state` now (after a setting changed)."""
         self._publish_state()
 
     def _publish_state(self) -> None:
-        state = self.state()
-        self.link.publish_json(self.link.topics.state, state, retain=True)
-        if self._status is not None:
-            self._status(f"{state['state']}, {state['queue']} waiting"
-                         f"{', paused' if state['paused'] else ''}, broker "
-                         f"{'connected' if self.link.connected.is_set() else 'disconnected'}")
+        self._out.publish_state(self.state())

@@ -17,11 +17,13 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Final
 
-from .files import atomic_write
+from .files import atomic_write, read_bounded
 
 _LOGGER = logging.getLogger(__name__)
+_MAX_FILE_BYTES: Final = 64 << 20
+"""Far more than max_entries lines before a compaction: a bound, not a size to expect."""
 
 
 class DoneLog:
@@ -75,20 +77,21 @@ class DoneLog:
     def _load(self) -> None:
         cutoff = time.time() - self.window_s
         try:
-            with self.path.open(encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    try:
-                        entry = json.loads(line)
-                        key, when = entry["k"], float(entry["t"])
-                    except (ValueError, KeyError, TypeError):
-                        continue  # a torn last line after a crash
-                    if isinstance(key, str) and when > cutoff:
-                        self._done.pop(key, None)
-                        self._done[key] = when
+            raw = read_bounded(self.path, _MAX_FILE_BYTES).decode("utf-8", "replace")
         except FileNotFoundError:
-            pass
+            raw = ""
         except OSError as err:
             _LOGGER.warning("Cannot read %s (%s); starting without it", self.path, err.strerror)
+            raw = ""
+        for line in raw.splitlines():
+            try:
+                entry = json.loads(line)
+                key, when = entry["k"], float(entry["t"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line after a crash
+            if isinstance(key, str) and when > cutoff:
+                self._done.pop(key, None)
+                self._done[key] = when
         while len(self._done) > self.max_entries:
             del self._done[next(iter(self._done))]
         try:

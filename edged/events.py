@@ -1,7 +1,8 @@
 """The events edged publishes on `<prefix>/event`, typed: one class per kind, one JSON shape.
 
 Every accepted announcement gets `queued`, `started`, then exactly one final event, `finished`
-or `failed`; a request that is not accepted gets one `rejected`. A control request gets a
+or `failed`; a request that is not accepted gets one `rejected`, except QoS 0 requests refused
+under overload, which are counted in an `overloaded` event. A control request gets a
 `finished` naming its action. The JSON is `{"id", "event", "ts", ...fields}`; fields that do not
 apply to an announcement (no playback, nothing published) are left out rather than null.
 
@@ -90,6 +91,17 @@ class Failed(Event):
 @dataclass(frozen=True)
 class Rejected(Event):
     kind: ClassVar[str] = "rejected"
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Overloaded(Event):
+    """QoS 0 requests refused while too much waited for the broker, reported in aggregate
+    (at most one a second): MQTT has no flow control for QoS 0, and an event per refused
+    request would add to the very backlog that made the daemon refuse it."""
+
+    kind: ClassVar[str] = "overloaded"
+    refused: int = 0
     error: str = ""
 
 

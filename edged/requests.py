@@ -7,7 +7,6 @@ JSON nesting are bounded *before* parsing, so no payload can make the parser do 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import uuid
@@ -15,8 +14,13 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .bounded_json import ID_RE, RequestError, decode, kind, load_object, recover_id, short
+from .config import default_request_bytes
 from .languages import LanguageError, language_code
 from .priorities import PRIORITIES, rank
+
+__all__ = ["ACTIONS", "CONTROL_MAX_BYTES", "OUTPUTS", "Control", "Request", "RequestError", "Rules",
+           "new_id", "parse_control", "parse_request", "recover_id"]
 
 OUTPUTS: Final = ("play", "publish", "both")
 ACTIONS: Final = ("stop", "skip", "clear", "pause", "resume")
@@ -24,24 +28,11 @@ REQUEST_FIELDS: Final = (
     "text", "id", "voice", "speaker", "speed", "volume", "priority", "output", "ttl_s", "language",
 )
 MAX_ID_CHARS: Final = 64
+CONTROL_MAX_BYTES: Final = 4096
 MAX_TTL_S: Final = 86400.0
-_MAX_DEPTH: Final = 4
-"""Our schema is flat; a little depth is allowed so wrong types get a specific error."""
-_ID_RE: Final = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-_TOKEN_RE: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-_CONTROL_CHARS: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-class RequestError(ValueError):
-    """A payload cannot be served; the message is a sentence safe to publish in an event."""
-
-    def __init__(self, message: str, request_id: str | None = None, *,
-                 too_large: bool = False) -> None:
-        super().__init__(message)
-        self.request_id = request_id
-        """The payload's id when it had a valid one, so the rejection can be matched."""
-        self.too_large = too_large
-        """The text or the payload is over its size limit (HTTP answers 413, not 400)."""
+_CONTROL_CHARS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+"""C0 and C1 controls but tab and newline (\\r, U+0085 NEL, U+009B CSI included), and lone
+surrogates (a JSON escape can make one; no encoder takes it)."""
 
 
 @dataclass(frozen=True)
@@ -53,11 +44,12 @@ class Rules:
     """Voice names a request may choose (empty: the field is not accepted at all)."""
     outputs: Collection[str] = OUTPUTS
     """Outputs this device can serve (no `play` without an audio device)."""
+    max_request_bytes: int | None = None
+    """limits.max_request_bytes; None: derived from max_chars (config.default_request_bytes)."""
 
     @property
     def max_bytes(self) -> int:
-        # JSON may spell one character as a 12-byte surrogate pair escape; 1 KiB for the rest.
-        return max(4096, 12 * self.max_chars + 1024)
+        return self.max_request_bytes or default_request_bytes(self.max_chars)
 
 
 @dataclass(frozen=True)
@@ -96,23 +88,41 @@ def new_id() -> str:
 
 def parse_request(payload: bytes, rules: Rules) -> Request:
     """Plain UTF-8 text, or a JSON object (first non-blank character `{` or `[`)."""
-    text = _decode(payload, rules.max_bytes)
-    if text.lstrip()[:1] not in ("{", "["):
-        return Request(text=_check_text(text.strip(), rules.max_chars))
-    data = _load_object(text)
-    request_id = _take_id(data)
     try:
-        return _build(data, request_id, rules)
+        return _parse_request(payload, rules)
     except RequestError as err:
-        raise RequestError(str(err), request_id, too_large=err.too_large) from None
+        if err.request_id is None:
+            err.request_id = recover_id(payload, rules.max_bytes)
+        raise
 
 
 def parse_control(payload: bytes) -> Control:
     """`{"action": "stop"|"skip"|"clear"|"pause"|"resume", "id": str}` or the bare action word."""
-    text = _decode(payload, 4096)
+    try:
+        return _parse_control(payload)
+    except RequestError as err:
+        if err.request_id is None:
+            err.request_id = recover_id(payload, CONTROL_MAX_BYTES)
+        raise
+
+
+def _parse_request(payload: bytes, rules: Rules) -> Request:
+    text = decode(payload, rules.max_bytes)
+    if text.lstrip()[:1] not in ("{", "["):
+        return Request(text=_check_text(text.strip(), rules.max_chars))
+    data = load_object(text)
+    request_id = _take_id(data)
+    try:
+        return _build(data, request_id, rules)
+    except RequestError as err:
+        raise RequestError(str(err), request_id, kind=err.kind) from None
+
+
+def _parse_control(payload: bytes) -> Control:
+    text = decode(payload, CONTROL_MAX_BYTES)
     if text.lstrip()[:1] not in ("{", "["):
         return Control(_choice("action", text.strip(), ACTIONS))
-    data = _load_object(text)
+    data = load_object(text)
     request_id = _take_id(data)
     try:
         _no_unknown(data, ("action", "id"))
@@ -120,7 +130,7 @@ def parse_control(payload: bytes) -> Control:
             raise RequestError("'action' is missing; expected one of " + ", ".join(ACTIONS))
         action = _choice("action", data["action"], ACTIONS)
     except RequestError as err:
-        raise RequestError(str(err), request_id) from None
+        raise RequestError(str(err), request_id, kind=err.kind) from None
     return Control(action, request_id or new_id())
 
 
@@ -133,17 +143,17 @@ def _build(data: dict[str, Any], request_id: str | None, rules: Rules) -> Reques
         raise RequestError("'text' is missing")
     text = data["text"]
     if not isinstance(text, str):
-        raise RequestError(f"text must be a string, got {_kind(text)}")
+        raise RequestError(f"text must be a string, got {kind(text)}")
     values: dict[str, Any] = {"text": _check_text(text.strip(), rules.max_chars)}
     if request_id is not None:
         values.update(id=request_id, id_given=True)
     if data.get("voice") is not None:
         voice = data["voice"]
         if not isinstance(voice, str):
-            raise RequestError(f"voice must be a string, got {_kind(voice)}")
+            raise RequestError(f"voice must be a string, got {kind(voice)}")
         if voice not in rules.voices:
             known = ", ".join(sorted(rules.voices)) or "none"
-            raise RequestError(f"unknown voice {_short(voice)}; configured voices: {known}")
+            raise RequestError(f"unknown voice {short(voice)}; configured voices: {known}")
         values["voice"] = voice
     if data.get("speaker") is not None:
         values["speaker"] = _speaker(data["speaker"])
@@ -175,7 +185,7 @@ def _build(data: dict[str, Any], request_id: str | None, rules: Rules) -> Reques
 
 def _language(value: object) -> str:
     if not isinstance(value, str):
-        raise RequestError(f"language must be a string, got {_kind(value)}")
+        raise RequestError(f"language must be a string, got {kind(value)}")
     try:
         return language_code(value)
     except LanguageError as err:
@@ -187,14 +197,14 @@ def _take_id(data: dict[str, Any]) -> str | None:
         return None
     value = data["id"]
     if not isinstance(value, str):
-        raise RequestError(f"id must be a string, got {_kind(value)}")
+        raise RequestError(f"id must be a string, got {kind(value)}")
     if len(value) > MAX_ID_CHARS:
         raise RequestError(f"id is {len(value)} characters; the limit is {MAX_ID_CHARS}")
-    if not _ID_RE.fullmatch(value):
+    if not ID_RE.fullmatch(value):
         # The id becomes part of the topic <prefix>/audio/<id>: no '/', '+', '#' or spaces.
         raise RequestError(
             "id may only contain letters, digits, '.', '_', ':' and '-' "
-            f"(it names the topic <prefix>/audio/<id>); got {_short(value)}"
+            f"(it names the topic <prefix>/audio/<id>); got {short(value)}"
         )
     return value
 
@@ -204,19 +214,19 @@ def _check_text(text: str, max_chars: int) -> str:
         raise RequestError("text is empty")
     if len(text) > max_chars:
         raise RequestError(f"text is {len(text)} characters; the limit is {max_chars}",
-                           too_large=True)
+                           kind="too_large")
     bad = _CONTROL_CHARS.search(text)
     if bad:
-        raise RequestError(
-            f"text contains the control character U+{ord(bad.group()):04X} "
-            f"at position {bad.start()}"
-        )
+        what = "an unpaired surrogate" if "\ud800" <= bad.group() <= "\udfff" else \
+            "the control character"
+        raise RequestError(f"text contains {what} U+{ord(bad.group()):04X} at position "
+                           f"{bad.start()}")
     return text
 
 
 def _speaker(value: object) -> str | int:
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise RequestError(f"speaker must be a name or a number, got {_kind(value)}")
+        raise RequestError(f"speaker must be a name or a number, got {kind(value)}")
     if isinstance(value, int) and not 0 <= value < 100000:
         raise RequestError(f"speaker {value} is out of range")
     if isinstance(value, str) and len(value) > MAX_ID_CHARS:
@@ -226,7 +236,7 @@ def _speaker(value: object) -> str | int:
 
 def _number(name: str, value: object, lo: float, hi: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RequestError(f"{name} must be a number, got {_kind(value)}")
+        raise RequestError(f"{name} must be a number, got {kind(value)}")
     if not math.isfinite(value) or not lo <= value <= hi:
         raise RequestError(f"{name} is {value}; it must be between {lo:g} and {hi:g}")
     return float(value)
@@ -234,7 +244,7 @@ def _number(name: str, value: object, lo: float, hi: float) -> float:
 
 def _choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
-        shown = _short(value) if isinstance(value, str) else _kind(value)
+        shown = short(value) if isinstance(value, str) else kind(value)
         raise RequestError(f"{name} is {shown}; expected one of {', '.join(choices)}")
     return value
 
@@ -242,72 +252,6 @@ def _choice(name: str, value: object, choices: tuple[str, ...]) -> str:
 def _no_unknown(data: dict[str, Any], allowed: tuple[str, ...]) -> None:
     unknown = [k for k in data if k not in allowed]
     if unknown:
-        names = ", ".join(_short(k) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        names = ", ".join(short(k) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
         noun = "field" if len(unknown) == 1 else "fields"
         raise RequestError(f"unknown {noun} {names}; allowed fields: {', '.join(allowed)}")
-
-
-# -- bytes to a JSON object, bounded ---------------------------------------------------------
-
-
-def _decode(payload: bytes, max_bytes: int) -> str:
-    if len(payload) > max_bytes:
-        raise RequestError(f"payload is {len(payload)} bytes; the limit is {max_bytes}",
-                           too_large=True)
-    try:
-        return payload.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as err:
-        raise RequestError(
-            f"payload is not valid UTF-8: {err.reason} (byte 0x{payload[err.start]:02x} "
-            f"at offset {err.start})"
-        ) from None
-
-
-def _load_object(text: str) -> dict[str, Any]:
-    if text.count("{") + text.count("[") > _MAX_DEPTH:
-        _check_depth(text)
-    try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except RequestError:
-        raise
-    except ValueError as err:  # JSONDecodeError, and int() of a 5000-digit number
-        raise RequestError(f"payload looks like JSON but is not valid: {err}") from None
-    if not isinstance(data, dict):
-        raise RequestError(f"a JSON payload must be an object, got {_kind(data)}")
-    return data
-
-
-def _check_depth(text: str) -> None:
-    depth = 0
-    for token in _TOKEN_RE.finditer(text):
-        char = token.group()[0]
-        if char in "[{":
-            depth += 1
-            if depth > _MAX_DEPTH:
-                raise RequestError(f"JSON is nested deeper than {_MAX_DEPTH} levels")
-        elif char in "]}":
-            depth -= 1
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in data:
-            raise RequestError(f"field {_short(key)} appears twice")
-        data[key] = value
-    return data
-
-
-def _no_constant(name: str) -> None:
-    raise RequestError(f"{name} is not a valid JSON number")
-
-
-def _kind(value: object) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "true/false",
-             int: "an integer", float: "a number", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
-
-
-def _short(value: object, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 4] + "...'"

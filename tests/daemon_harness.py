@@ -41,12 +41,13 @@ class Message:
 
 
 class Watcher:
-    """Subscribes to `<prefix>/#` and records every message, in order; publishes requests."""
+    """Subscribes to `<prefix>/#` (or to `<prefix>/<t>` for each of `topics`) and records every
+    message, in order; publishes requests."""
 
     def __init__(self, port: int, prefix: str, *, username: str | None = None,
                  password: str | None = None, tls_ca: Path | None = None,
                  tls_cert: Path | None = None, tls_key: Path | None = None,
-                 persistent: bool = False) -> None:
+                 persistent: bool = False, topics: tuple[str, ...] = ("#",)) -> None:
         self.prefix = prefix
         self.messages: list[Message] = []
         self._cond = threading.Condition()
@@ -62,7 +63,7 @@ class Watcher:
         if tls_ca:
             c.tls_set(ca_certs=str(tls_ca), certfile=tls_cert and str(tls_cert),
                       keyfile=tls_key and str(tls_key))
-        c.on_connect = lambda c, u, f, rc, p: c.subscribe(f"{prefix}/#", qos=1)
+        c.on_connect = lambda c, u, f, rc, p: c.subscribe([(f"{prefix}/{t}", 1) for t in topics])
         c.on_subscribe = lambda c, u, mid, rcs, p: self._subscribed.set()
         c.on_disconnect = lambda *a: self._subscribed.clear()
         c.on_message = self._on_message
@@ -188,6 +189,8 @@ class DaemonProc:
         self.path = workdir / "edged.yaml"
         self.log = workdir / "daemon.log"
         self.proc: subprocess.Popen | None = None
+        self.launcher: list[str] = []
+        """Words before `python -m edged run ...` (e.g. a shell that joins a cgroup first)."""
 
     def write(self) -> None:
         self.path.write_text(yaml.safe_dump(self.config))
@@ -197,7 +200,7 @@ class DaemonProc:
         mark = watcher.mark() if watcher else 0
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [*EDGED, "run", "--config", str(self.path), *args],
+                [*self.launcher, *EDGED, "run", "--config", str(self.path), *args],
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )

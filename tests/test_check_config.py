@@ -401,14 +401,17 @@ def test_memory_limit_below_the_budget_is_reported(tmp_path: Path) -> None:
 
 def test_ensure_ready_raises_first_problem(tmp_path: Path) -> None:
     """The daemon's entry point: ConfigError with the first problem and a count of the rest;
-    a good config creates the missing cache folder."""
+    a good config creates the missing cache folder. (output: publish: this machine has no
+    sound card, and the start checks the device of output: play.)"""
     afile = tmp_path / "afile"
     afile.write_text("x")
     cfg = load_config(write_config(tmp_path, {
-        "voice": {"name": str(tmp_path / "missing.onnx")}, "cache": {"dir": str(afile)}}))
+        "output": "publish", "voice": {"name": str(tmp_path / "missing.onnx")},
+        "cache": {"dir": str(afile)}}))
     with pytest.raises(ConfigError, match=r"^cache\.dir: .* \(and 1 more, see the log\)$"):
         checks.ensure_ready(cfg)
-    cfg = load_config(write_config(tmp_path, {"cache": {"dir": str(tmp_path / "made")}}))
+    cfg = load_config(write_config(tmp_path, {"output": "publish",
+                                              "cache": {"dir": str(tmp_path / "made")}}))
     checks.ensure_ready(cfg)
     assert (tmp_path / "made").is_dir()
 

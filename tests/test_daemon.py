@@ -103,7 +103,10 @@ def test_second_request_is_served_from_the_cache(sw: Watcher) -> None:
     assert sw.audio(first).payload == sw.audio(second).payload
 
 
-_WIRE_BAD = [(p, r) for p, r in BAD_PAYLOADS if "configured voices" not in r] + [
+# Payloads over the MQTT 5 Maximum Packet Size the daemon announces never reach it (the broker
+# drops them: see test_hardening.py); the rest are answered on the wire.
+_WIRE_BAD = [(p, r) for p, r in BAD_PAYLOADS
+             if "configured voices" not in r and len(p) < 8000] + [
     (b'{"text": "hi", "voice": "en_US-lessac-high"}', "unknown voice 'en_US-lessac-high'"),
     (b'{"text": "hi", "speaker": "bob"}', "has one speaker"),
     (b'{"text": "hi", "output": "play"}', "output 'play' is not available here"),

@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ..files import atomic_write
+from ..files import atomic_write, read_bounded
 from .store import KEY_RE, SUFFIX, entry_path
 
 PIN_FILE: Final = "pinned.keys"
 LOCK_FILE: Final = ".lock"
 COUNTERS_FILE: Final = ".counters.json"
 _TMP_MAX_AGE_S: Final = 3600.0
+_PINS_MAX_BYTES: Final = 16 << 20
 _COUNTER_FIELDS: Final = ("pid", "since", "memory_hits", "disk_hits", "misses")
 
 
@@ -80,7 +81,7 @@ def locked(root: Path) -> Iterator[None]:
 
 def read_pins(root: Path) -> set[str]:
     try:
-        words = (root / PIN_FILE).read_text(encoding="utf-8").split()
+        words = read_bounded(root / PIN_FILE, _PINS_MAX_BYTES).decode("utf-8", "replace").split()
     except OSError:
         return set()
     return {k for k in words if KEY_RE.fullmatch(k)}
@@ -155,7 +156,7 @@ def save_counters(root: Path, record: dict[str, Any]) -> None:
 def recorded_counters(root: Path) -> dict[str, Any] | None:
     """The hit counters the last cache user with lookups (the daemon) saved, or None."""
     try:
-        data = json.loads((Path(root) / COUNTERS_FILE).read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(Path(root) / COUNTERS_FILE, 1 << 16).decode("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):

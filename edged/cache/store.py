@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import struct
 from pathlib import Path
 from typing import Final
@@ -83,9 +84,13 @@ def _parse_header(buf: bytes | bytearray, size: int) -> tuple[int, int, int]:
 
 def read_entry(path: str | Path) -> Audio:
     """Decode and verify one entry. FileNotFoundError if absent, CorruptEntry if damaged."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    # O_NONBLOCK: a FIFO planted under an entry's name must not wedge the announcer on open.
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CorruptEntry("not a regular file")
+        size = st.st_size
         if size > HEADER_BYTES + MAX_TEXT_BYTES + 2 + 2 * MAX_SAMPLES:
             raise CorruptEntry(f"{size} bytes, larger than any entry can be")
         buf = os.read(fd, size)  # one exact-size read: no zero-filled buffer, no resize
@@ -102,8 +107,12 @@ def read_entry(path: str | Path) -> Audio:
 
 def read_text(path: Path) -> tuple[str, float]:
     """The stored request text and duration (s), from the header only (for `cache list`)."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    with open(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CorruptEntry("not a regular file")
+        size = st.st_size
         head = f.read(HEADER_BYTES + MAX_TEXT_BYTES)
     rate, n, text_len = _parse_header(head, size)
     text = head[HEADER_BYTES : HEADER_BYTES + text_len].decode("utf-8", "replace")

@@ -6,9 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..checks import run_checks
-from ..config import load_config
-from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument
+from ..checks import check_config_file
+from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, one_line
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -31,10 +30,9 @@ def run(args: argparse.Namespace) -> int:
     path = args.file or args.config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     if path is None:
         raise CommandError(f"no config file: give FILE (and no {DEFAULT_CONFIG} here)")
-    config = load_config(path)  # ConfigError: one line naming the key, exit 2
-    problems = run_checks(config)
+    problems = check_config_file(path)
     for problem in problems:
-        print(f"edged: {problem}", file=sys.stderr)
+        print(f"edged: {one_line(problem)}", file=sys.stderr)
     if problems:
         return 2
     print(f"edged: config OK: {path}")

@@ -13,9 +13,14 @@ DEFAULT_CONFIG = Path("config/edged.yaml")
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
-
 class CommandError(Exception):
     """Bad input on the command line; printed as one line on stderr, exit status 2."""
+
+
+def one_line(message: object) -> str:
+    """An error message as the one line it must be on stderr or in a log (a YAML or OS error
+    may span lines)."""
+    return " ".join(str(message).split())
 
 
 def add_config_argument(parser: argparse.ArgumentParser, required: bool = False) -> None:

@@ -6,9 +6,11 @@ and connects when it can. `--private-broker-if-needed` (what `make run` uses) st
 mosquitto on the configured loopback port when nothing answers there.
 
 Signals: SIGTERM/SIGINT finish the current announcement (up to limits.stop_timeout_s) and
-exit 0, leaving unfinished requests to the broker for redelivery. SIGHUP re-reads the config:
-when it is valid the daemon stops the same way and re-executes itself (same PID, so systemd
-sees RELOADING=1 then READY=1); when it is not, the error is logged and nothing changes.
+exit 0, leaving unfinished requests to the broker for redelivery. SIGHUP re-reads the config
+and runs the checks a start runs (checks.run_checks, with the same --output): when they pass,
+the daemon stops the same way and re-executes itself (same PID, so systemd sees RELOADING=1
+then READY=1); when they do not, or anything at all goes wrong while checking, the running
+daemon carries on and says why: the log, systemd's STATUS= and `reload_error` in <p>/state.
 """
 
 from __future__ import annotations
@@ -21,14 +23,23 @@ import signal
 import sys
 import threading
 from types import FrameType
+from typing import Literal, TypeAlias
 
 from ..config import Config, ConfigError, load_config
 from ..notify import Notifier
 from ..voice import VoiceError
 from . import private_broker
-from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, config_from_args
+from .common import (
+    DEFAULT_CONFIG,
+    CommandError,
+    Subparsers,
+    add_config_argument,
+    config_from_args,
+    one_line,
+)
 
 _LOGGER = logging.getLogger(__name__)
+Output: TypeAlias = Literal["play", "publish", "both"]
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -56,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     broker = private_broker.adopt_or_start(config) if args.private_broker_if_needed else None
     reload = False
     try:
-        reload = serve(config)
+        reload = serve(config, args.output)
     finally:
         if broker is not None and not reload:
             private_broker.stop(broker)
@@ -66,8 +77,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def serve(config: Config) -> bool:
-    """Run until SIGTERM/SIGINT (returns False) or a valid SIGHUP reload (returns True)."""
+def serve(config: Config, output: Output | None = None) -> bool:
+    """Run until SIGTERM/SIGINT (returns False) or a valid SIGHUP reload (returns True).
+    `output`: the --output override, applied to a reloaded config as the new process will."""
     from ..assembly import StartError, assemble
 
     notifier = Notifier()
@@ -98,7 +110,12 @@ def serve(config: Config) -> bool:
         if "stop" in why:
             break
         why.clear()
-        reload = _reload_ok(config)
+        problem = reload_problem(config, output)
+        if problem is None:
+            reload = True
+        else:
+            _LOGGER.error("Reload refused, keeping the running config: %s", problem)
+            app.daemon.reload_refused(problem)
     if reload:
         notifier.reloading()
     else:
@@ -109,22 +126,24 @@ def serve(config: Config) -> bool:
     return reload
 
 
-def _reload_ok(config: Config) -> bool:
-    """Check the config file, and everything it names, as a start would, before giving up the
-    running daemon; a config that would not start is refused and the daemon runs on."""
-    from ..cache import expand_phrases
+def reload_problem(running: Config, output: Output | None = None) -> str | None:
+    """Why the config file cannot replace the running one (None: it can), from the checks a
+    start makes. The audio device is probed only when the new config changes how it is used:
+    the running player may hold it open."""
     from ..checks import run_checks
 
-    if config.source is None:
-        return True
+    if running.source is None:
+        return None
     try:
-        new = load_config(config.source)
-        expand_phrases(new.cache.phrases, new.cache.max_expansions)
+        new = load_config(running.source)
+        if output:
+            new = dataclasses.replace(new, output=output)
+        device = (new.output, new.audio.device, new.audio.rate_hz) != (
+            running.output, running.audio.device, running.audio.rate_hz)
+        problems = run_checks(new, device=device)
     except ConfigError as err:
-        _LOGGER.error("Reload refused, keeping the running config: %s", err)
-        return False
-    problems = run_checks(new)
-    if problems:
-        _LOGGER.error("Reload refused, keeping the running config: %s", "; ".join(problems))
-        return False
-    return True
+        problems = [str(err)]
+    except Exception as err:  # a check that breaks must never take the running daemon along
+        _LOGGER.exception("Checking the new config failed")
+        problems = [f"checking the new config failed: {type(err).__name__}: {err}"]
+    return one_line("; ".join(problems)) if problems else None

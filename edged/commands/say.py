@@ -8,7 +8,9 @@ Text in several languages is cut into language parts, each spoken by its languag
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import os
 import sys
 import tempfile
 import time
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from ..audio import Audio, to_wav_bytes
 from ..config import Config
-from ..files import atomic_write
+from ..files import own_fd, write_output
 from ..languages import LanguageError
 from ..languages.route import Routed, Router
 from ..synthesis.join import Joiner
@@ -33,7 +35,9 @@ def add_parser(sub: Subparsers) -> None:
         description="Synthesize TEXT with the configured voice. TEXT '-' reads standard input.",
     )
     p.add_argument("text", metavar="TEXT", help="what to say; '-' reads it from stdin")
-    p.add_argument("-o", "--output", type=Path, help="write a 16-bit mono WAV file here")
+    p.add_argument("-o", "--output", type=Path,
+                   help="write a 16-bit mono WAV here: a file (replaced atomically), a device "
+                        "or FIFO (written through), or '-' for standard output")
     p.add_argument("--play", action="store_true",
                    help="play on the loudspeaker as soon as the first words are ready "
                         "(the default when -o is not given)")
@@ -59,10 +63,16 @@ def _read_text(args: argparse.Namespace, max_chars: int) -> str:
 
 def _check_writable(path: Path) -> None:
     """Fail before synthesis, not after, when the output cannot be written."""
-    folder = path.parent if str(path.parent) else Path(".")
+    if str(path) == "-" or own_fd(path) is not None:
+        return
     if path.is_dir():
         raise CommandError(f"{path}: is a folder; give a file name for -o")
     try:
+        if path.exists() and not path.is_file():  # a device or FIFO: written through
+            if not os.access(path, os.W_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+            return
+        folder = Path(os.path.realpath(path)).parent
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".edged-", suffix=".tmp"):
             pass
     except OSError as err:
@@ -90,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     _LOGGER.info("Synthesized %.2f s of audio in %.2f s", audio.duration_s,
                  time.monotonic() - started)
     if args.output:
-        _write_atomically(args.output, to_wav_bytes(audio))
+        _write(args.output, to_wav_bytes(audio))
     return 0
 
 
@@ -131,8 +141,8 @@ def _play(chunks: Iterator[Audio], config: Config) -> list[Audio]:
     return parts
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def _write(path: Path, data: bytes) -> None:
     try:
-        atomic_write(path, data)
+        write_output(path, data)
     except OSError as err:
         raise CommandError(f"{path}: cannot write: {err.strerror or err}") from err

@@ -18,11 +18,12 @@ from .schema import (
     VoiceConfig,
     WyomingConfig,
     check_topic_part,
+    default_request_bytes,
 )
 
 __all__ = [
     "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
     "FrontendConfig", "HomeAssistantConfig", "HttpConfig", "LanguagesConfig", "LimitsConfig",
     "MqttConfig", "TlsConfig", "VoiceConfig", "WyomingConfig",
-    "check_topic_part", "load_config", "parse_config",
+    "check_topic_part", "default_request_bytes", "load_config", "parse_config",
 ]

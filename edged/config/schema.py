@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import socket
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,13 +26,28 @@ class ConfigError(Exception):
     """The config cannot be used. The message starts with the YAML key path."""
 
 
+MAX_TOPIC_PART_BYTES = 256
+
+
 def check_topic_part(key: str, value: str) -> None:
-    """A topic prefix (or a part of one) must be a plain topic: no wildcard, no NUL, not empty."""
-    for char in "+#\0":
+    """A topic prefix (or a part of one) must be a plain topic: no wildcard, no control
+    character, not empty, not longer than 256 bytes."""
+    for char in "+#":
         if char in value:
-            raise ConfigError(f"{key}: must not contain {char!r}: {value!r}")
+            raise ConfigError(f"{key}: must not contain {char!r}: {value[:80]!r}")
+    bad = next((c for c in value if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise ConfigError(f"{key}: must not contain the control character U+{ord(bad):04X}")
     if not value.strip("/"):
         raise ConfigError(f"{key}: must not be empty")
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_TOPIC_PART_BYTES:
+        raise ConfigError(f"{key}: longer than {MAX_TOPIC_PART_BYTES} bytes")
+
+
+def default_request_bytes(max_chars: int) -> int:
+    """The largest request payload for `max_chars`: JSON may spell one character as a 12-byte
+    surrogate-pair escape; 1 KiB for the other fields; at least 4 KiB."""
+    return max(4096, 12 * max_chars + 1024)
 
 
 def _opt(default: Any, *, min: float | None = None, max: float | None = None) -> Any:
@@ -150,9 +166,14 @@ class MqttConfig:
     reconnect_min_s: float = _opt(1.0, min=0.05, max=60.0)
     reconnect_max_s: float = _opt(30.0, min=0.05, max=3600.0)
     max_offline_messages: int = _opt(1000, min=10, max=1_000_000)
-    """Outgoing messages (events, audio parts) kept while disconnected; more are dropped."""
+    """Audio parts kept while disconnected; more audio is dropped (events never are)."""
     offline_buffer_mb: int = _opt(16, min=1, max=4096)
-    """Audio bytes kept for publishing while disconnected; more audio is dropped."""
+    """Audio bytes waiting for the broker: while connected the announcer waits for the broker
+    to take them; while disconnected more audio is dropped (events never are)."""
+    max_outgoing_messages: int = _opt(1000, min=20, max=1_000_000)
+    """Messages waiting for the broker's acknowledgement above which intake slows: QoS 1
+    requests are acknowledged only once half of them went out (the broker then holds new
+    ones back), QoS 0 requests are refused and counted (`overloaded` event)."""
     stream_audio: bool = False
     """Publish audio in parts as each sentence is synthesized (lower latency) instead of one WAV."""
     state_dir: Path = _path("state", Path("state"))
@@ -170,6 +191,11 @@ class LimitsConfig:
     queue: int = _opt(10, min=1, max=1000)
     task_timeout_s: float = _opt(60.0, min=1.0, max=3600.0)
     max_chars: int = _opt(500, min=1, max=100000)
+    max_request_bytes: int | None = _opt(None, min=1024, max=4 << 20)
+    """Largest request payload accepted. Announced to the broker (MQTT 5 Maximum Packet Size,
+    with room for the topic and properties), so a larger message never reaches the daemon:
+    the broker drops it (mosquitto without telling anyone). None: 12 x max_chars + 1 KiB,
+    at least 4 KiB."""
     memory_mb: int = _opt(400, min=64, max=65536)
     stop_timeout_s: float = _opt(10.0, min=0.0, max=300.0)
     synthesis_workers: int = _opt(0, min=0, max=16)
@@ -179,6 +205,17 @@ class LimitsConfig:
     """The worker counts as hung when its heartbeat is older than this: edged stops the
     systemd watchdog pings and systemd restarts it. Keep above the longest single step
     (one inference, one chunk of playback)."""
+
+    def __post_init__(self) -> None:
+        if self.max_request_bytes is not None and self.max_request_bytes < self.max_chars:
+            raise ConfigError(f"limits.max_request_bytes: {self.max_request_bytes} is less than "
+                              f"limits.max_chars ({self.max_chars}): no text of that length "
+                              "would fit")
+
+    @property
+    def request_bytes(self) -> int:
+        """The largest request payload: max_request_bytes, or derived from max_chars."""
+        return self.max_request_bytes or default_request_bytes(self.max_chars)
 
 
 @dataclass(frozen=True)
@@ -336,8 +373,10 @@ class Config:
     """The file this config was read from (not a key)."""
 
     def __post_init__(self) -> None:
-        key = "mqtt.topic_prefix" if self.mqtt.topic_prefix is not None else "device_id"
-        check_topic_part(key, self.topic_prefix)
+        # The device id names the default prefix and the client id, and shows in the state.
+        check_topic_part("device_id", self.device_id)
+        if self.mqtt.topic_prefix is not None:
+            check_topic_part("mqtt.topic_prefix", self.mqtt.topic_prefix)
 
     @property
     def topic_prefix(self) -> str:

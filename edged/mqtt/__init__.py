@@ -1,6 +1,8 @@
 """The broker side: one paho client with its topics and rules, and announcement audio out."""
 
-from .link import LinkHandler, MqttLink, Ticket, Topics, set_credentials
+from .client_setup import Topics, read_secret, set_credentials
+from .link import LinkHandler, MqttLink, Ticket
 from .sink import AudioSink
 
-__all__ = ["AudioSink", "LinkHandler", "MqttLink", "Ticket", "Topics", "set_credentials"]
+__all__ = ["AudioSink", "LinkHandler", "MqttLink", "Ticket", "Topics", "read_secret",
+           "set_credentials"]

@@ -8,6 +8,11 @@
 - Never publish more than the broker accepts: paho 2.2 answers an oversized QoS 1 publish by
   reconnecting and resending it forever. `payload_limit` is the bound (sink.AudioSink
   sends audio that does not fit in parts).
+- Never receive more than a request can be: the CONNECT announces an MQTT 5 Maximum Packet
+  Size (the largest request, `limits.max_request_bytes`, plus its topic and header room), so
+  the broker drops a larger message instead of sending it; paho would otherwise read it
+  whole into memory, however large, before anyone could look at its size.
+- Nothing that reports an outcome is dropped; the intake is slowed instead (outbox.py).
 - No exception leaves a paho callback.
 """
 
@@ -16,13 +21,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import socket
-import ssl
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final, Protocol
 
 import paho.mqtt.client as paho
@@ -33,11 +35,19 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-from ..config import Config, ConfigError, check_topic_part
+from ..config import Config
+from ..requests import CONTROL_MAX_BYTES
+from .client_setup import Topics, no_delay, set_credentials
+from .outbox import Latest, Outbox
 
 _LOGGER = logging.getLogger(__name__)
 _PUBLISH_OVERHEAD: Final = 64
 """Fixed header, packet id and properties of a PUBLISH, on top of topic and payload."""
+_INCOMING_HEADROOM: Final = 1024 + 16
+"""Room for a request's PUBLISH header and MQTT 5 properties (a response topic, user
+properties) on top of its topic and payload, in the Maximum Packet Size we announce."""
+_AUDIO_WAIT_S: Final = 30.0
+"""Longest the announcer waits for the broker to take pending audio before sending more."""
 
 
 @dataclass(frozen=True)
@@ -58,22 +68,6 @@ class LinkHandler(Protocol):
     def on_connected(self, session_present: bool) -> None: ...
 
 
-class Topics:
-    """The daemon's topics under its prefix."""
-
-    def __init__(self, prefix: str) -> None:
-        check_topic_part("mqtt.topic_prefix", prefix)
-        self.prefix = prefix
-        self.say = f"{prefix}/say"
-        self.control = f"{prefix}/control"
-        self.event = f"{prefix}/event"
-        self.state = f"{prefix}/state"
-        self.availability = f"{prefix}/availability"
-
-    def audio(self, request_id: str) -> str:
-        return f"{self.prefix}/audio/{request_id}"
-
-
 class MqttLink:
     """Thread-safe publishing and acknowledging; callbacks arrive on paho's network thread."""
 
@@ -87,10 +81,8 @@ class MqttLink:
         self.connected = threading.Event()
         self._generation = 0
         self._max_packet: int | None = None
-        self._lock = threading.Lock()
-        self._pending: dict[int, tuple[str, int]] = {}
-        self._pending_bytes = 0
-        self._acked_early: set[int] = set()
+        self._outbox: Outbox[Ticket] = Outbox(self._mqtt.max_outgoing_messages)
+        self._net_thread: int | None = None
         self._stopping = False
         self._last_error = ""
         self._dropped = 0
@@ -106,7 +98,9 @@ class MqttLink:
         # paho's stub says int; its backoff arithmetic takes float seconds as well.
         client.reconnect_delay_set(self._mqtt.reconnect_min_s,  # type: ignore[arg-type]
                                    self._mqtt.reconnect_max_s)  # type: ignore[arg-type]
-        client.max_queued_messages_set(self._mqtt.max_offline_messages)
+        # No cap in paho: its cap drops whatever comes next, final events included, and it
+        # applies while connected too. The bounds are the intake's and the audio's (outbox.py).
+        client.max_queued_messages_set(0)
         client.will_set(self.topics.availability, b"offline", qos=1, retain=True)
         set_credentials(client, config)
         client.on_connect = self._on_connect
@@ -115,11 +109,12 @@ class MqttLink:
         client.on_message = self._on_message
         client.on_publish = self._on_publish
         client.on_subscribe = self._on_subscribe
-        client.on_socket_open = _no_delay
+        client.on_socket_open = no_delay
         self._client = client
         self._connect_props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
         self._connect_props.SessionExpiryInterval = self._mqtt.session_expiry_s
         self._connect_props.ReceiveMaximum = receive_maximum
+        self._connect_props.MaximumPacketSize = self.max_incoming_packet
 
     def add_route(self, topic: str, on_message: Callable[[bytes], None]) -> None:
         """Also subscribe to `topic` (on every connect) and hand its payloads to `on_message`, on
@@ -146,7 +141,7 @@ class MqttLink:
     def stop(self, timeout_s: float = 2.0) -> None:
         """Say `offline`, let queued packets (acks, events) go out, disconnect cleanly."""
         self._stopping = True
-        info = self._send(self.topics.availability, b"offline", retain=True)
+        info, _ = self._send(self.topics.availability, b"offline", retain=True)
         if info is not None and self.connected.is_set():
             # RuntimeError: not connected after all; the will says offline for us then.
             with contextlib.suppress(RuntimeError, ValueError):
@@ -154,50 +149,98 @@ class MqttLink:
         self._client.disconnect()
         self._client.loop_stop()
 
+    @property
+    def max_incoming_packet(self) -> int:
+        """The MQTT 5 Maximum Packet Size we announce: the largest request or control payload,
+        the longer of our two topics, header and properties."""
+        body = max(self._config.limits.request_bytes, CONTROL_MAX_BYTES)
+        return body + len(self.topics.control.encode()) + _INCOMING_HEADROOM
+
+    def overloaded(self) -> bool:
+        """More is waiting for the broker than `mqtt.max_outgoing_messages`: take in no QoS 0
+        request now (QoS 1 intake is slowed by deferring acknowledgements)."""
+        return self._outbox.overloaded()
+
+    @property
+    def outgoing(self) -> int:
+        """Messages waiting for the broker's acknowledgement."""
+        return len(self._outbox)
+
     # -- outgoing ------------------------------------------------------------------------
 
     def ack(self, ticket: Ticket) -> None:
+        """Acknowledge a received request, now or, while overloaded, once the backlog is
+        down to half (the broker sends no new request past the receive maximum meanwhile)."""
         if ticket.qos == 0 or ticket.generation != self._generation:
+            return
+        if not self._outbox.defer(ticket):
+            self._ack_now(ticket)
+
+    def _ack_now(self, ticket: Ticket) -> None:
+        if ticket.generation != self._generation:
             return
         rc = self._client.ack(ticket.mid, ticket.qos)
         if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
             _LOGGER.debug("PUBACK %d not sent (%s); the broker will redeliver", ticket.mid, rc)
 
-    def publish_json(self, topic: str, data: dict[str, Any], *, retain: bool = False) -> bool:
+    def publish_json(self, topic: str, data: dict[str, Any], *, retain: bool = False,
+                     latest: bool = False) -> bool:
         payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
-        return self.publish(topic, payload, retain=retain)
+        return self.publish(topic, payload, retain=retain, latest=latest)
 
     def publish(self, topic: str, payload: bytes, *, retain: bool = False,
-                bulky: bool = False) -> bool:
-        """QoS 1; queued by paho while disconnected (bounded). False when dropped."""
-        return self._send(topic, payload, retain=retain, bulky=bulky) is not None
+                bulky: bool = False, latest: bool = False) -> bool:
+        """QoS 1, kept by paho while disconnected. `bulky` (audio): bounded in bytes, dropped
+        while disconnected beyond the offline buffer (False). `latest` (state): only the
+        newest value waits behind the one in flight."""
+        if latest:
+            value = Latest(topic, payload, retain)
+            if self._outbox.claim_latest(value):
+                self._publish_latest(value)
+            return True
+        return self._send(topic, payload, retain=retain, bulky=bulky)[0] is not None
 
-    def _send(self, topic: str, payload: bytes, *, retain: bool = False,
-              bulky: bool = False) -> paho.MQTTMessageInfo | None:
+    def _publish_latest(self, value: Latest | None) -> None:
+        while value is not None:
+            _info, value = self._send(value.topic, value.payload, retain=value.retain,
+                                      latest=True)
+
+    def _send(self, topic: str, payload: bytes, *, retain: bool = False, bulky: bool = False,
+              latest: bool = False) -> tuple[paho.MQTTMessageInfo | None, Latest | None]:
+        """Hand one message to paho: its info (None: refused) and, for a latest-value topic,
+        the value due next. Never called with a lock of ours held (see outbox.py)."""
         limit = self.payload_limit(topic)
         if len(payload) > limit:  # a bug upstream; refuse rather than wedge the client
             _LOGGER.error("Not publishing %d bytes to %s: the limit is %d", len(payload), topic,
                           limit)
-            return None
-        if bulky and not self.connected.is_set():
-            with self._lock:
-                full = self._pending_bytes + len(payload) > self._mqtt.offline_buffer_mb << 20
-            if full:
-                self._note_drop(topic, "the offline buffer (mqtt.offline_buffer_mb) is full")
-                return None
-        # Never call paho while holding self._lock: paho holds its message lock while it
-        # calls on_publish, which takes self._lock (a lock-order deadlock otherwise).
+            return None, self._outbox.release_latest(topic) if latest else None
+        if bulky and not self._room_for_audio(topic, len(payload)):
+            return None, None
         info = self._client.publish(topic, payload, qos=1, retain=retain)
         if info.rc not in (MQTTErrorCode.MQTT_ERR_SUCCESS, MQTTErrorCode.MQTT_ERR_NO_CONN):
             self._note_drop(topic, paho.error_string(info.rc))
-            return None
-        with self._lock:
-            if info.mid in self._acked_early:  # PUBACK came before we got here
-                self._acked_early.discard(info.mid)
-            else:
-                self._pending[info.mid] = (topic, len(payload))
-                self._pending_bytes += len(payload)
-        return info
+            return None, self._outbox.release_latest(topic) if latest else None
+        return info, self._outbox.sent(info.mid, topic, len(payload), latest=latest)
+
+    def _room_for_audio(self, topic: str, size: int) -> bool:
+        """Connected: wait (off the network thread) until the broker took enough of the audio
+        before. Disconnected: audio beyond the offline buffer is dropped."""
+        limit = self._mqtt.offline_buffer_mb << 20
+        target = max(limit - size, 1)
+        if (self.connected.is_set() and threading.get_ident() != self._net_thread
+                and self._outbox.pending_bytes >= target
+                and not self._outbox.wait_bytes(target, _AUDIO_WAIT_S, self.connected)
+                and self.connected.is_set()):
+            _LOGGER.warning("The broker took no audio for %.0f s; sending more anyway",
+                            _AUDIO_WAIT_S)
+        if self.connected.is_set():
+            return True
+        if (self._outbox.pending_bytes + size > limit
+                or len(self._outbox) >= self._mqtt.max_offline_messages):
+            self._note_drop(topic, "the offline buffer (mqtt.offline_buffer_mb, "
+                                   "mqtt.max_offline_messages) is full")
+            return False
+        return True
 
     def payload_limit(self, topic: str) -> int:
         """The largest payload for `topic` that both the config and the broker accept."""
@@ -221,6 +264,7 @@ class MqttLink:
                 self._log_once(f"The broker refused the connection: {rc} (check mqtt.username, "
                                "mqtt.password_file, mqtt.client_id and the broker's ACL)")
                 return
+            self._net_thread = threading.get_ident()
             if not flags.session_present:
                 self._generation += 1  # acks of messages from the old session are void now
             self._max_packet = getattr(props, "MaximumPacketSize", None)
@@ -253,6 +297,7 @@ class MqttLink:
     def _on_disconnect(self, _c: paho.Client, _u: Any, _f: DisconnectFlags, rc: ReasonCode,
                        _p: Properties | None) -> None:
         self.connected.clear()
+        self._outbox.wake()
         if self._stopping:
             return
         if getattr(rc, "value", None) == 142:  # Session taken over
@@ -270,14 +315,15 @@ class MqttLink:
 
     def _on_publish(self, _c: paho.Client, _u: Any, mid: int, rc: ReasonCode,
                     _p: Properties) -> None:
-        with self._lock:
-            topic, size = self._pending.pop(mid, ("?", -1))
-            if size < 0:
-                self._acked_early.add(mid)
-            else:
-                self._pending_bytes -= size
-        if rc.is_failure:
-            _LOGGER.warning("The broker refused a publish to %s: %s", topic, rc)
+        try:
+            topic, due, released = self._outbox.acked(mid)
+            if rc.is_failure:
+                _LOGGER.warning("The broker refused a publish to %s: %s", topic, rc)
+            for ticket in released:  # the backlog is down: take requests in again
+                self._ack_now(ticket)
+            self._publish_latest(due)
+        except Exception:
+            _LOGGER.exception("Error in on_publish")
 
     def _on_message(self, client: paho.Client, _u: Any, msg: paho.MQTTMessage) -> None:
         ticket = Ticket(msg.mid, msg.qos, self._generation, bool(msg.dup))
@@ -302,42 +348,3 @@ class MqttLink:
         if message != self._last_error:
             self._last_error = message
             _LOGGER.error(message)
-
-
-def _no_delay(_client: paho.Client, _u: Any, sock: socket.socket | Any) -> None:
-    # paho leaves Nagle's algorithm on: an event written right after another one would wait
-    # for the broker's delayed ACK (40 ms on Linux) before leaving.
-    with contextlib.suppress(OSError, AttributeError):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-def set_credentials(client: paho.Client, config: Config) -> None:
-    """The configured user, password (from its file) and TLS files on `client`; ConfigError."""
-    if config.mqtt.username:
-        client.username_pw_set(config.mqtt.username, _read_password(config.mqtt.password_file))
-    _set_tls(client, config)
-
-
-def _read_password(path: Path | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return Path(path).read_text(encoding="utf-8").rstrip("\r\n")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = getattr(err, "strerror", None) or str(err)
-        raise ConfigError(f"mqtt.password_file: cannot read {path}: {reason}") from None
-
-
-def _set_tls(client: paho.Client, config: Config) -> None:
-    tls = config.mqtt.tls
-    if not (tls.ca_file or tls.cert_file or tls.key_file):
-        return
-    try:
-        client.tls_set(
-            ca_certs=str(tls.ca_file) if tls.ca_file else None,
-            certfile=str(tls.cert_file) if tls.cert_file else None,
-            keyfile=str(tls.key_file) if tls.key_file else None,
-            tls_version=ssl.PROTOCOL_TLS_CLIENT,
-        )
-    except (OSError, ssl.SSLError, ValueError) as err:
-        raise ConfigError(f"mqtt.tls: cannot load the TLS files: {err}") from None

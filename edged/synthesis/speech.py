@@ -23,7 +23,7 @@ from typing import Any
 from ..audio import Audio
 from ..cache import PhraseCache, WarmReport, warm
 from ..config import Config
-from ..languages import LanguageError
+from ..languages import LanguageError, check_tags
 from ..languages.route import Router
 from ..priorities import BACKGROUND
 from ..voice import SynthesisSettings, VoiceError, VoicePool, default_settings
@@ -129,6 +129,23 @@ class Speech:
         first = parts[0]
         return Utterance(text, first.voice, first.settings, first.key, tuple(parts),
                          self._config.languages.switch_pause_ms)
+
+    def problem(self, text: str, voice: str | None, *, speaker: str | int | None = None,
+                speed: float | None = None) -> str | None:
+        """Why a request cannot be spoken, as far as can be told before its turn: its language
+        tags, and the configured voice's speaker and speed (another voice is loaded, and its
+        speaker checked, when its turn comes)."""
+        try:
+            check_tags(text)
+        except LanguageError as err:
+            return str(err)
+        if voice is not None and voice not in self.pool.default_names:
+            return None
+        try:
+            self.settings(self.pool.get(), speaker=speaker, speed=speed)
+        except VoiceError as err:
+            return str(err)
+        return None
 
     def settings(self, voice: VoiceBackend, *, speaker: str | int | None = None,
                  speed: float | None = None) -> SynthesisSettings:

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any, Final
 
-from ..files import atomic_write
+from ..files import atomic_write, read_bounded
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -75,9 +75,7 @@ def _load(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        if path.stat().st_size > _MEMO_MAX_BYTES:
-            return {}
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(path, _MEMO_MAX_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return {}  # missing or damaged: hash again
     return data if isinstance(data, dict) else {}

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from ..files import FileTooLarge, read_bounded
 from .errors import VoiceError
 
 _MAX_BYTES: Final = 4 << 20
@@ -32,12 +33,12 @@ class PiperConfig:
 def read_piper_config(json_path: Path) -> PiperConfig:
     """Parse `<voice>.onnx.json`; VoiceError naming the file and what is wrong."""
     try:
-        with json_path.open("rb") as f:
-            raw = f.read(_MAX_BYTES + 1)
+        raw = read_bounded(json_path, _MAX_BYTES)
+    except FileTooLarge:
+        raise VoiceError(f"{json_path}: larger than {_MAX_BYTES >> 20} MiB; not a voice config"
+                         ) from None
     except OSError as err:
         raise VoiceError(f"{json_path}: cannot read: {err.strerror or err}") from err
-    if len(raw) > _MAX_BYTES:
-        raise VoiceError(f"{json_path}: larger than {_MAX_BYTES >> 20} MiB; not a voice config")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:

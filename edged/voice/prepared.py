@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import xxhash
 
+from ..files import read_bounded
 from .onnx import DECODE_WINDOW_FRAMES, Model, SplitModel, WholeModel, open_session
 
 _LOGGER = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ FORMAT: Final = 1
 MODELS_DIR_NAME: Final = "models"
 """In cache.dir: one folder per prepared voice."""
 MANIFEST: Final = "manifest.json"
+_MANIFEST_MAX_BYTES: Final = 1 << 20
 _PREPARE_TIMEOUT_S: Final = 600.0  # a Pi 3 takes tens of seconds; x86 about 6 s
 
 
@@ -77,7 +79,7 @@ def prepared_folder(cache_dir: Path, onnx_path: Path, sha256: str, precision: st
 def read_prepared(folder: Path, sha256: str, precision: str = "float32") -> PreparedModel | None:
     """The prepared model in `folder`, or None when it is missing, stale or fails a checksum."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        manifest = json.loads(read_bounded(folder / MANIFEST, _MANIFEST_MAX_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return None
     try:

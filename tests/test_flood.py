@@ -1,0 +1,119 @@
+"""The flood of issue 12 on the real daemon and broker: 2,000 QoS 0 and 500 QoS 1 requests and
+500 controls at full speed. Every QoS 1 request gets exactly one final event (before, about
+1,000 final events were lost to the outgoing-message cap), every QoS 0 request or control gets
+its own answer or is counted in an `overloaded` event, and the daemon stays within its memory
+budget."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import paho.mqtt.client as mqtt
+import pytest
+from conftest import Broker, free_port
+from daemon_harness import DaemonProc, Watcher
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+from test_hardening import peak_rss_mb
+
+_MEMORY_MB = 400
+_FINAL_S = 120.0
+"""A bound for the whole flood to be answered (about 20 s here), not a speed target."""
+_ANSWERS = ("rejected", "queued")
+
+
+def _flood() -> list[tuple[str, str, dict, int]]:
+    """(kind, id, payload, qos) for 2,000 QoS 0 and 500 QoS 1 requests and 500 controls, in a
+    seeded random order."""
+    rng = random.Random(7)
+    items = [("q0", f"q0-{i}", {"text": f"Flood zero {i}.", "id": f"q0-{i}"}, 0)
+             for i in range(2000)]
+    items += [("q1", f"q1-{i}", {"text": f"Flood one {i}.", "id": f"q1-{i}",
+                                 "priority": rng.choice(["low", "normal", "high"])}, 1)
+              for i in range(500)]
+    items += [("c", f"c-{i}", {"action": rng.choice(["skip", "clear", "stop", "pause",
+                                                     "resume"]), "id": f"c-{i}"}, i % 2)
+              for i in range(500)]
+    rng.shuffle(items)
+    return items
+
+
+def _publisher(port: int) -> mqtt.Client:
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"flood-{uuid.uuid4().hex[:6]}",
+                         protocol=MQTTProtocolVersion.MQTTv5)
+    client.max_inflight_messages_set(0)  # no limit of its own: as fast as the broker takes it
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    return client
+
+
+@pytest.mark.timeout(600)
+def test_a_flood_gets_every_qos1_request_its_final_event(tmp_path: Path,
+                                                         tiny_voice_path: Path) -> None:
+    """2,000 QoS 0 + 500 QoS 1 requests + 500 controls at full speed: each QoS 1 request has
+    exactly one final event; each QoS 0 request and control has exactly one answer or was
+    counted in an `overloaded` event; peak RSS stays under limits.memory_mb."""
+    port = free_port()
+    broker = Broker(tmp_path / "broker", f"listener {port} 127.0.0.1\nallow_anonymous true\n"
+                    "max_queued_messages 0\n", [port]).start()
+    prefix = f"edged-flood/{uuid.uuid4().hex[:10]}"
+    w = Watcher(port, prefix, topics=("event", "availability"))
+    d = DaemonProc(tmp_path / "d", port, prefix, tiny_voice_path, log_level="warning",
+                   limits={"memory_mb": _MEMORY_MB})
+    publisher = None
+    try:
+        d.start(w)
+        publisher = _publisher(port)
+        items = _flood()
+        infos = [publisher.publish(f"{prefix}/{'control' if kind == 'c' else 'say'}",
+                                   _json(payload), qos=qos) for kind, _id, payload, qos in items]
+        for info in infos:
+            info.wait_for_publish(_FINAL_S)
+        resume = f"r-{uuid.uuid4().hex}"  # a control above may have paused the queue
+        w.publish("control", {"action": "resume", "id": resume})
+        w.event(resume, "finished", _FINAL_S)
+        for _kind, rid, _payload, _qos in (i for i in items if i[0] == "q1"):
+            w.final(rid, _FINAL_S)
+        sentinel = f"s-{uuid.uuid4().hex}"
+        w.publish("say", {"text": "Sentinel.", "id": sentinel, "priority": "low"})
+        w.final(sentinel, _FINAL_S)
+        _check(w, items)
+        assert d.alive()
+        peak = peak_rss_mb(d.proc.pid)
+        assert peak < _MEMORY_MB, f"peak RSS {peak:.0f} MiB"
+        assert "Traceback" not in d.log_text()
+    finally:
+        if publisher is not None:
+            publisher.disconnect()
+            publisher.loop_stop()
+        d.stop()
+        w.close()
+        broker.stop()
+
+
+def _json(payload: dict) -> bytes:
+    import json
+
+    return json.dumps(payload).encode()
+
+
+def _check(w: Watcher, items: list[tuple[str, str, dict, int]]) -> None:
+    events = w.events()
+    answers = Counter(e["id"] for e in events if e["event"] in _ANSWERS
+                      or (e["event"] == "finished" and "action" in e))
+    finals = Counter(e["id"] for e in events if e["event"] in ("finished", "failed", "rejected")
+                     and "action" not in e)
+    queued = {e["id"] for e in events if e["event"] == "queued"}
+    shed = sum(e["refused"] for e in events if e["event"] == "overloaded")
+    kinds = Counter(e["event"] for e in events)
+    for kind, rid, _payload, _qos in items:
+        assert answers[rid] <= 1, (rid, kinds)
+        if kind == "q1":
+            assert answers[rid] == 1 and finals[rid] == 1, (rid, kinds)
+        if rid in queued:
+            assert finals[rid] == 1, (rid, kinds)
+    unanswered = sum(1 for kind, rid, _p, qos in items if qos == 0 and answers[rid] == 0)
+    print(f"flood outcomes: {dict(kinds)}, QoS 0 or controls refused under overload: {shed}")
+    assert unanswered == shed, (unanswered, shed, kinds)
