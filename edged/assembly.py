@@ -11,7 +11,6 @@ requests and events; nothing else constructs the parts.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -28,8 +27,8 @@ from .homeassistant import HomeAssistantBridge
 from .mqtt import MqttLink
 from .net import NetLoop, Server
 from .playback import Player, PlayerError
-from .synthesis import Scheduler, SchedulerStopped, Speech, auto_workers
-from .voice import Voice, VoicePool, default_settings, inference_threads, load_voice
+from .synthesis import Scheduler, SchedulerStopped, Speech, synthesis_workers
+from .voice import Voice, VoicePool, default_settings, load_voice
 from .voice.backend import VoiceBackend
 from .wyoming import WyomingError, WyomingServer, list_voices
 
@@ -96,8 +95,7 @@ def assemble(config: Config, status: Callable[[str], None]) -> App:
     phrases = expand_phrases(config.cache.phrases, config.cache.max_expansions)
     status("loading voice")
     voice = _warmed_up(config, load_voice(config, status=status))
-    workers = config.limits.synthesis_workers or auto_workers(
-        os.cpu_count() or 1, inference_threads(config), config.limits.memory_mb)
+    workers = synthesis_workers(config)
     sources = {"mqtt": 1, WARM_SOURCE: 1, "http": config.http.max_streams}
     if config.wyoming.enabled:  # one synthesis stream per connection at most
         sources[WyomingServer.name] = config.wyoming.max_connections

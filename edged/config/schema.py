@@ -74,8 +74,13 @@ class VoiceConfig:
     noise_scale: float | None = _opt(None, min=0.0, max=2.0)
     noise_w: float | None = _opt(None, min=0.0, max=2.0)
     threads: int = _opt(0, min=0, max=16)
-    """ONNX Runtime intra-op threads per inference; 0: two on a multi-core CPU, else one
-    (measured on 2 cores: RTF 0.069 with 2 threads vs 0.100 with 1, +24 % CPU)."""
+    """ONNX Runtime intra-op threads per inference (the encoder's; the decoder's too when
+    `parallel_windows` is 1); 0: two on a multi-core CPU, else one (measured on 2 cores: RTF
+    0.069 with 2 threads vs 0.100 with 1, +24 % CPU)."""
+    parallel_windows: int = _opt(4, min=1, max=16)
+    """Decoder windows of a prepared voice decoded at once, each on one core with one intra-op
+    thread (fewer threads that wait on each other: less CPU per second of speech): the usable
+    cores, at most this. 1: one window at a time on `threads` threads."""
     max_phonemes: int = _opt(100, min=20, max=5000)
     """Longest phoneme sequence one inference may get; longer sentences are split at clauses.
     Unprepared (`prepare: false`) it bounds activation memory: 100 cut peak RSS by 23-34 MB against

@@ -29,6 +29,17 @@ def inference_threads(config: Config) -> int:
     return config.voice.threads or min(2, os.cpu_count() or 1)
 
 
+def window_lanes(config: Config) -> int:
+    """Decoder windows of a piece decoded at once, one core and one intra-op thread each: the
+    usable cores, at most `voice.parallel_windows`, `limits.synthesis_workers` when set, and one
+    per 100 MB of `limits.memory_mb` (each holds a window's activations)."""
+    lanes = min(len(os.sched_getaffinity(0)), config.voice.parallel_windows,
+                config.limits.memory_mb // 100)
+    if config.limits.synthesis_workers:
+        lanes = min(lanes, config.limits.synthesis_workers)
+    return max(1, lanes)
+
+
 def voice_folders(config: Config) -> tuple[Path, ...]:
     """Where voices are searched: `voice.dirs`, then `<cache.dir>/voices` (where `edged voices
     pull` puts them when no `voice.dirs` is set)."""
@@ -84,6 +95,8 @@ def load_piper(config: Config, name: str | None = None,
         sentence_pause_ms=config.voice.sentence_pause_ms,
         date_order=config.frontend.date_order,
         prepared=prepared,
+        lanes=window_lanes(config),
+        memory_mb=config.limits.memory_mb,
     )
     voice.hash_memo = memo
     return voice

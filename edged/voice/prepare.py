@@ -26,11 +26,14 @@ from typing import Any, Final
 
 import numpy as np
 
-from .onnx import DECODE_WINDOW_FRAMES, decode_in_windows, open_session
+from ..memory import rss_mb
+from .onnx import open_session
 from .piper_config import read_piper_config
 from .prepared import FORMAT, MANIFEST, file_digest, ort_version, read_prepared
+from .windows import DECODE_WINDOW_FRAMES, decode_in_windows
 
 _PAD_CANDIDATES: Final = (2, 4, 6, 8, 12, 16, 24, 32)
+_MEASURE_FRAMES: Final = (32, 224)  # window sizes whose activations are compared
 _ONE_STEP: Final = 1 / 32768  # windowed and whole decode must agree to within one 16-bit step
 # Phonemes to probe the encoder with (any will do: the decoder's receptive field is what is measured).
 _PROBE_PHONEMES: Final = "ðə kwˈɪk bɹˈaʊn fˈɑːks dʒˈʌmps ˌoʊvɚ ðə lˈeɪzi dˈɑːɡ, "
@@ -71,9 +74,10 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
                 split = None
                 model = onnx.load(str(source))
             else:
-                hop, pad = probe
+                hop, pad, kb_per_frame = probe
                 manifest.update(kind="split", latent=split.latent,
-                                extra_inputs=list(split.decoder_extra_inputs), hop=hop, pad=pad)
+                                extra_inputs=list(split.decoder_extra_inputs), hop=hop, pad=pad,
+                                decoder_kb_per_frame=kb_per_frame)
         if split is None:
             _save_optimized(model.SerializeToString(), work, "model")
             manifest["kind"] = "whole"
@@ -104,10 +108,10 @@ def _save_optimized(model: bytes, folder: Path, name: str) -> None:
 
 
 def _probe_decoder(folder: Path, onnx_path: Path, latent_name: str,
-                   extra_inputs: tuple[str, ...]) -> tuple[int, int] | str:
-    """(samples per frame, context frames per window) measured on the saved parts, or why not."""
+                   extra_inputs: tuple[str, ...]) -> tuple[int, int, float] | str:
+    """(samples per frame, context frames per window, activation KB per window frame) measured
+    on the saved parts, or why not."""
     encoder = open_session(folder / "encoder.onnx", 1, level="ORT_DISABLE_ALL")
-    decoder = open_session(folder / "decoder.onnx", 1, level="ORT_DISABLE_ALL")
     feeds = _probe_feeds(onnx_path, {i.name for i in encoder.get_inputs()})
     latent = encoder.run([latent_name], feeds)[0]
     if latent.ndim != 3 or latent.shape[0] != 1:
@@ -115,6 +119,8 @@ def _probe_decoder(folder: Path, onnx_path: Path, latent_name: str,
     needed = 3 * DECODE_WINDOW_FRAMES + 2 * max(_PAD_CANDIDATES)
     latent = np.tile(latent, (1, 1, -(-needed // latent.shape[-1])))
     extra = {name: feeds[name] for name in extra_inputs}
+    decoder = open_session(folder / "decoder.onnx", 1, level="ORT_DISABLE_ALL")
+    kb_per_frame = _activation_kb_per_frame(decoder, latent_name, latent, extra)
     whole = decoder.run(None, {latent_name: latent, **extra})[0].reshape(-1)
     hop, rest = divmod(whole.size, latent.shape[-1])
     if rest or hop == 0:
@@ -125,8 +131,21 @@ def _probe_decoder(folder: Path, onnx_path: Path, latent_name: str,
                                                          pad=pad, window=DECODE_WINDOW_FRAMES)))
         worst = float(np.abs(windowed - whole).max())
         if worst < _ONE_STEP:
-            return hop, pad
+            return hop, pad, kb_per_frame
     return f"windowed decoding still differs by {worst:.2g} with {_PAD_CANDIDATES[-1]} frames of context"
+
+
+def _activation_kb_per_frame(decoder: Any, latent_name: str, latent: np.ndarray,
+                             extra: dict[str, np.ndarray]) -> float:
+    """How much the resident set grows per latent frame of a window: a fresh session decodes a
+    small window (its weights are read), then a larger one; ONNX Runtime's arena keeps what it
+    took, so the difference is the larger window's activations (about 200 KB per frame for the
+    default voice). It sizes the windows from the memory budget (windows.largest_window)."""
+    small, large = _MEASURE_FRAMES
+    decoder.run(None, {latent_name: np.ascontiguousarray(latent[..., :small]), **extra})
+    before = rss_mb()
+    decoder.run(None, {latent_name: np.ascontiguousarray(latent[..., :large]), **extra})
+    return round(max(0.0, (rss_mb() - before) * 1e6 / 1024 / (large - small)), 1)
 
 
 def _probe_feeds(onnx_path: Path, inputs: set[str]) -> dict[str, np.ndarray]:

@@ -26,11 +26,12 @@ from typing import Any, Final
 import xxhash
 
 from ..files import read_bounded
-from .onnx import DECODE_WINDOW_FRAMES, Model, SplitModel, WholeModel, open_session
+from .onnx import Model, WholeModel, open_session
+from .windows import SplitModel, largest_window
 
 _LOGGER = logging.getLogger(__name__)
 
-FORMAT: Final = 1
+FORMAT: Final = 2
 MODELS_DIR_NAME: Final = "models"
 """In cache.dir: one folder per prepared voice."""
 MANIFEST: Final = "manifest.json"
@@ -51,23 +52,32 @@ class PreparedModel:
     """Why the graph was not split, for the log."""
     precision: str = "float32"
     """"int8": the weights were quantized when preparing (all but the decoder's)."""
+    kb_per_frame: float = 0.0
+    """Decoder activation memory per latent frame of a window, measured when preparing."""
 
-    def open(self, threads: int) -> Model:
+    def open(self, threads: int, *, lanes: int = 1, memory_mb: int = 400) -> Model:
+        """Sessions with `threads` intra-op threads; with `lanes` > 1 windows are decoded at once
+        on that many workers, so the decoder gets one thread (each window one core)."""
         # Optimized when prepared; optimizing again (ORT_ENABLE_ALL) cost 60-110 ms per start and
         # made inference no faster here (encoder 87 vs 79 ms, decoder window 47 vs 41 ms).
-        def session(name: str) -> Any:
-            return open_session(self.folder / name, threads, level="ORT_DISABLE_ALL")
+        def session(name: str, count: int) -> Any:
+            return open_session(self.folder / name, count, level="ORT_DISABLE_ALL")
 
         if self.kind == "whole":
-            return WholeModel(session("model.onnx"))
-        return SplitModel(session("encoder.onnx"), session("decoder.onnx"), latent=self.latent,
-                          extra_inputs=self.extra_inputs, hop=self.hop, pad=self.pad)
+            return WholeModel(session("model.onnx", threads))
+        return SplitModel(session("encoder.onnx", threads),
+                          session("decoder.onnx", 1 if lanes > 1 else threads),
+                          latent=self.latent, extra_inputs=self.extra_inputs, hop=self.hop,
+                          pad=self.pad, largest=self.largest_window(lanes, memory_mb))
 
-    def describe(self) -> str:
+    def largest_window(self, lanes: int, memory_mb: int) -> int:
+        return largest_window(memory_mb, lanes, self.kb_per_frame, self.pad)
+
+    def describe(self, lanes: int = 1, memory_mb: int = 400) -> str:
         int8 = ", INT8 weights" if self.precision == "int8" else ""
         if self.kind == "split":
-            return (f"encoder + decoder in windows of {DECODE_WINDOW_FRAMES} frames "
-                    f"(+{self.pad} context){int8}")
+            return (f"encoder + decoder in windows of up to {self.largest_window(lanes, memory_mb)}"
+                    f" frames (+{self.pad} context, {lanes} at once){int8}")
         return f"whole graph{int8} ({self.note})" if self.note else f"whole graph{int8}"
 
 
@@ -94,7 +104,8 @@ def read_prepared(folder: Path, sha256: str, precision: str = "float32") -> Prep
         return PreparedModel(folder=folder, kind=manifest["kind"], latent=manifest.get("latent", ""),
                              extra_inputs=tuple(manifest.get("extra_inputs", ())),
                              hop=int(manifest.get("hop", 0)), pad=int(manifest.get("pad", 0)),
-                             note=manifest.get("note", ""), precision=precision)
+                             note=manifest.get("note", ""), precision=precision,
+                             kb_per_frame=float(manifest.get("decoder_kb_per_frame", 0.0)))
     except (KeyError, TypeError, ValueError, OSError):
         return None
 
