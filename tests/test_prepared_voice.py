@@ -22,9 +22,11 @@ from hypothesis import strategies as st
 from make_tiny_voice import VITS_HOP, make_tiny_vits_voice, make_tiny_voice
 
 from edged.config import parse_config
+from edged.synthesis import Scheduler
 from edged.voice import Voice, load_voice
 from edged.voice.hashes import file_sha256
-from edged.synthesis import Scheduler
+from edged.voice.prepared import PreparedModel, ensure_prepared, prepared_folder, read_prepared
+from edged.voice.split import NotSplittable, split_piper_graph
 from edged.voice.windows import (
     DECODE_WINDOW_FRAMES,
     FIRST_WINDOW_FRAMES,
@@ -32,8 +34,6 @@ from edged.voice.windows import (
     largest_window,
     window_bounds,
 )
-from edged.voice.prepared import PreparedModel, ensure_prepared, prepared_folder, read_prepared
-from edged.voice.split import NotSplittable, split_piper_graph
 
 # Long enough for several decoder windows in one piece (one latent frame per phoneme id here).
 LONG = ("The quick brown fox jumps over the lazy dog, and then it runs away into the woods "

@@ -84,7 +84,8 @@ def load_piper(config: Config, name: str | None = None,
         try:
             config.cache.dir.mkdir(parents=True, exist_ok=True)  # for the memo, too
             prepared = ensure_prepared(path, file_sha256(path, memo), config.cache.dir, precision,
-                                       status)
+                                       status, threads=inference_threads(config),
+                                       lanes=window_lanes(config))
         except OSError as err:  # e.g. cache.dir unwritable: speaking matters more
             _LOGGER.warning("Voice %s: cannot prepare it in %s (%s); loading it directly",
                             path.name, config.cache.dir, err.strerror or err)

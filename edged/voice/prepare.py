@@ -21,16 +21,20 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from ..memory import rss_mb
+from ..memory import map_large_allocations, rss_mb
 from .onnx import open_session
 from .piper_config import read_piper_config
-from .prepared import FORMAT, MANIFEST, file_digest, ort_version, read_prepared
+from .prepared import FORMAT, MANIFEST, cpu_signature, file_digest, ort_version, read_prepared
 from .windows import DECODE_WINDOW_FRAMES, decode_in_windows
+
+if TYPE_CHECKING:
+    import onnx
 
 _PAD_CANDIDATES: Final = (2, 4, 6, 8, 12, 16, 24, 32)
 _MEASURE_FRAMES: Final = (32, 224)  # window sizes whose activations are compared
@@ -39,7 +43,20 @@ _ONE_STEP: Final = 1 / 32768  # windowed and whole decode must agree to within o
 _PROBE_PHONEMES: Final = "ðə kwˈɪk bɹˈaʊn fˈɑːks dʒˈʌmps ˌoʊvɚ ðə lˈeɪzi dˈɑːɡ, "
 
 
-def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float32") -> None:
+@dataclass(frozen=True)
+class Tuning:
+    """How the daemon will run the voice: the rewrites are timed on these threads."""
+
+    threads: int = 2
+    """The encoder's intra-op threads (`voice.threads`)."""
+    decoder_threads: int = 1
+    """The decoder's: one when windows are decoded in parallel, else `threads`."""
+    rewrites: bool = True
+    """Try the graph rewrites (rewrite.py); false: the plain graphs."""
+
+
+def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float32",
+            tuning: Tuning = Tuning()) -> None:
     """Write the prepared model for `onnx_path` into `folder` (replacing a stale one)."""
     import onnx
 
@@ -55,31 +72,21 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
             quantize_int8(onnx_path, source)
         model = onnx.load(str(source))
         manifest: dict[str, Any] = {"format": FORMAT, "onnxruntime": ort_version(),
-                                    "source": str(onnx_path), "source_sha256": sha256,
-                                    "precision": precision}
+                                    "cpu": cpu_signature(), "source": str(onnx_path),
+                                    "source_sha256": sha256, "precision": precision}
         try:
             split = split_piper_graph(model)
         except NotSplittable as err:
             split, manifest["note"] = None, str(err)
         if split is not None:
             del model  # the child's peak memory matters on a 512 MB Pi
-            _save_optimized(split.encoder.SerializeToString(), work, "encoder")
-            _save_optimized(split.decoder.SerializeToString(), work, "decoder")
-            probe = _probe_decoder(work, onnx_path, split.latent, split.decoder_extra_inputs)
-            if isinstance(probe, str):
-                manifest["note"] = probe
-                for name in ("encoder", "decoder"):
-                    for suffix in (".onnx", ".weights"):
-                        (work / f"{name}{suffix}").unlink()
-                split = None
+            parts = {"encoder": split.encoder, "decoder": split.decoder}
+            latent, extra = split.latent, split.decoder_extra_inputs
+            split = None  # `parts` is emptied once saved: nothing else may hold the graphs
+            if not _prepare_split(work, onnx_path, parts, latent, extra, manifest, tuning):
                 model = onnx.load(str(source))
-            else:
-                hop, pad, kb_per_frame = probe
-                manifest.update(kind="split", latent=split.latent,
-                                extra_inputs=list(split.decoder_extra_inputs), hop=hop, pad=pad,
-                                decoder_kb_per_frame=kb_per_frame)
-        if split is None:
-            _save_optimized(model.SerializeToString(), work, "model")
+        if manifest.get("kind") != "split":
+            _save_optimized(model.SerializeToString(), work, "model", "ORT_ENABLE_EXTENDED")
             manifest["kind"] = "whole"
         if source != onnx_path:
             source.unlink()
@@ -92,13 +99,40 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _save_optimized(model: bytes, folder: Path, name: str) -> None:
-    """ORT optimizes the graph once and saves it, weights in `<name>.weights`."""
+def _prepare_split(work: Path, onnx_path: Path, parts: dict[str, onnx.ModelProto], latent: str,
+                   extra: tuple[str, ...], manifest: dict[str, Any], tuning: Tuning) -> bool:
+    """Encoder and decoder saved (each with the rewrites that pay here, tune.py) and the
+    decoder's windows measured; False (and the reason in the manifest's note) when windowed
+    decoding does not match the whole."""
+    from .tune import choose
+
+    feeds = _probe_feeds(onnx_path, {i.name for i in parts["encoder"].graph.input})
+    manifest["rewrites"] = choose(
+        work, parts, latent, extra, feeds, threads=tuning.threads,
+        decoder_threads=tuning.decoder_threads, enabled=tuning.rewrites,
+        save=lambda model, folder, name: _save_optimized(model, folder, name, "ORT_ENABLE_ALL"))
+    probe = _probe_decoder(work, onnx_path, latent, extra)
+    if isinstance(probe, str):
+        manifest["note"] = probe
+        manifest.pop("rewrites")
+        for name in ("encoder", "decoder"):
+            for suffix in (".onnx", ".weights"):
+                (work / f"{name}{suffix}").unlink()
+        return False
+    hop, pad, kb_per_frame = probe
+    manifest.update(kind="split", latent=latent, extra_inputs=list(extra), hop=hop, pad=pad,
+                    decoder_kb_per_frame=kb_per_frame)
+    return True
+
+
+def _save_optimized(model: bytes, folder: Path, name: str, level: str) -> None:
+    """ORT optimizes the graph once and saves it, weights in `<name>.weights`. ORT_ENABLE_ALL
+    lays 2-D convolutions out for this CPU's vector width: the manifest records the CPU."""
     import onnxruntime as ort
 
     from .onnx import session_options
 
-    options = session_options(1, level="ORT_ENABLE_EXTENDED")
+    options = session_options(1, level=level)
     options.optimized_model_filepath = str(folder / f"{name}.onnx")
     options.add_session_config_entry("session.optimized_model_external_initializers_file_name",
                                      f"{name}.weights")
@@ -210,9 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("sha256")
     parser.add_argument("--precision", choices=("float32", "int8"), default="float32")
+    parser.add_argument("--threads", type=int, default=2, help="the encoder's intra-op threads")
+    parser.add_argument("--decoder-threads", type=int, default=1)
+    parser.add_argument("--no-rewrites", action="store_true", help="keep the plain graphs")
     args = parser.parse_args(argv)
+    map_large_allocations()  # sessions made and dropped: their memory must leave (RSS measured)
     try:
-        prepare(args.onnx, args.folder, args.sha256, args.precision)
+        prepare(args.onnx, args.folder, args.sha256, args.precision,
+                Tuning(args.threads, args.decoder_threads, not args.no_rewrites))
     except Exception as err:  # the parent logs this one line and loads the voice directly
         print(f"{type(err).__name__}: {err}", file=sys.stderr)
         return 1

@@ -94,7 +94,8 @@ def read_prepared(folder: Path, sha256: str, precision: str = "float32") -> Prep
         return None
     try:
         if (manifest["format"], manifest["onnxruntime"], manifest["source_sha256"],
-                manifest.get("precision", "float32")) != (FORMAT, ort_version(), sha256, precision):
+                manifest.get("precision", "float32"), manifest.get("cpu")) != (
+                FORMAT, ort_version(), sha256, precision, cpu_signature()):
             return None
         for name, expected in manifest["files"].items():
             if file_digest(folder / name) != (expected["size"], expected["xxh3"]):
@@ -111,10 +112,13 @@ def read_prepared(folder: Path, sha256: str, precision: str = "float32") -> Prep
 
 
 def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: str = "float32",
-                    status: Callable[[str], None] | None = None) -> PreparedModel | None:
+                    status: Callable[[str], None] | None = None, *, threads: int = 2,
+                    lanes: int = 2, rewrites: bool = True) -> PreparedModel | None:
     """The prepared model for `onnx_path`, preparing it first when needed; None when that fails.
 
-    `status` hears that preparing starts (the daemon's STATUS= line: it takes seconds)."""
+    `status` hears that preparing starts (the daemon's STATUS= line: it takes seconds). The
+    graph rewrites are timed with `threads` for the encoder and one thread for the decoder when
+    `lanes` > 1 (tune.py); a folder prepared for other settings is used as it is."""
     folder = prepared_folder(cache_dir, onnx_path, sha256, precision)
     prepared = read_prepared(folder, sha256, precision)
     if prepared is not None:
@@ -127,7 +131,9 @@ def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: st
         folder.parent.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
             [sys.executable, "-m", "edged.voice.prepare", str(onnx_path), str(folder), sha256,
-             "--precision", precision],
+             "--precision", precision, "--threads", str(threads),
+             "--decoder-threads", str(1 if lanes > 1 else threads),
+             *([] if rewrites else ["--no-rewrites"])],
             capture_output=True, text=True, timeout=_PREPARE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
         _LOGGER.warning("Voice %s: cannot prepare it (%s); loading it directly", onnx_path.name, err)
@@ -140,6 +146,27 @@ def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: st
     _LOGGER.info("Prepared voice %s in %.1f s: %s", onnx_path.name, time.monotonic() - start,
                  prepared.describe())
     return prepared
+
+
+def cpu_signature() -> str:
+    """The CPU a prepared graph was laid out for (ORT_ENABLE_ALL blocks 2-D convolutions by its
+    vector width): its model and the instruction sets that change the kernels. Another CPU
+    (a cache folder copied to other hardware) prepares the voice again."""
+    import platform
+
+    model, flags = platform.machine(), set[str]()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = (part.strip() for part in line.partition(":"))
+            if key in ("model name", "CPU part") and model == platform.machine():
+                model = f"{model} {value}"
+            elif key in ("flags", "Features") and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    wanted = {"avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "amx_tile",
+              "asimd", "asimddp", "sve", "i8mm", "fphp", "bf16"}
+    return " ".join([model, *sorted(flags & wanted)])
 
 
 def file_digest(path: Path) -> tuple[int, str]:
