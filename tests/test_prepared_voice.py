@@ -223,7 +223,8 @@ def test_default_voice_prepared_through_the_config(tmp_path: Path, default_voice
     from asr import corpus_lines
 
     longest = max(corpus_lines()[0], key=len)
-    config = parse_config({"voice": {"name": str(default_voice_path)}, "cache": {"dir": "cache"}}, tmp_path)
+    config = parse_config({"voice": {"name": str(default_voice_path), "precision": "float32"},
+                           "cache": {"dir": "cache"}}, tmp_path)
     voice = load_voice(config)
     folders = list((tmp_path / "cache" / "models").iterdir())
     assert len(folders) == 1
@@ -241,14 +242,16 @@ def test_default_voice_prepared_through_the_config(tmp_path: Path, default_voice
 
 @pytest.mark.voice
 def test_int8_precision_quantizes_all_but_the_decoder(tmp_path: Path, default_voice_path: Path) -> None:
-    """`voice.precision: int8`: a smaller encoder, a float decoder (still windowed), its own
-    folder next to the float32 one, and a fingerprint of its own (the phrase cache must not
-    serve float32 audio for it)."""
-    def config(precision: str) -> object:
-        return parse_config({"voice": {"name": str(default_voice_path), "precision": precision},
+    """`voice.precision: int8`, the default: a smaller encoder, a float decoder (still windowed),
+    its own folder next to the float32 one (one setting away), and a fingerprint of its own (the
+    phrase cache must not serve float32 audio for it)."""
+    def config(precision: str | None) -> object:
+        chosen = {"precision": precision} if precision else {}  # None: the default, INT8
+        return parse_config({"voice": {"name": str(default_voice_path), **chosen},
                              "cache": {"dir": "cache"}}, tmp_path)
 
-    int8 = load_voice(config("int8"))  # type: ignore[arg-type]
+    int8 = load_voice(config(None))  # type: ignore[arg-type]
+    assert int8.precision == "int8"
     folder = next((tmp_path / "cache" / "models").glob("en_US-joe-medium-int8-*"))
     manifest = json.loads((folder / "manifest.json").read_text())
     assert (manifest["precision"], manifest["kind"]) == ("int8", "split")

@@ -87,10 +87,12 @@ class VoiceConfig:
     400, at no WER cost. Prepared, the decoder runs in windows anyway (400 vs 100: +3 MB)."""
     sentence_pause_ms: int = _opt(200, min=0, max=5000)
     """Silence between sentences."""
-    precision: Literal["float32", "int8"] = "float32"
-    """int8: the prepared voice's weights are quantized to INT8, all but the decoder's (as
-    `edged voices optimize`): 41 MB less for the default voice, same WER in our tests, slightly
-    different timing. Needs `prepare: true`."""
+    precision: Literal["float32", "int8"] = "int8"
+    """int8 (the default): the prepared voice's weights are quantized to INT8, all but the
+    decoder's (as `edged voices optimize`): 41 MB less for the default voice and a faster
+    encoder; pocketsphinx WER and predicted MOS within their noise of float32 (docs/benchmarks.md).
+    float32: the weights as the voice ships them. A voice that is not prepared (`prepare: false`,
+    models under 1 MB) runs as float32."""
     prepare: bool = True
     """Prepare each voice once into `<cache.dir>/models/` (a child process, seconds): split into
     encoder and decoder, optimized ahead. Start-up then skips ORT's optimizer, and the decoder runs

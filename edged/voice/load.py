@@ -78,8 +78,8 @@ def load_piper(config: Config, name: str | None = None,
     prepared = None
     precision = config.voice.precision
     if not config.voice.prepare and precision != "float32":
-        _LOGGER.warning("voice.precision: %s needs voice.prepare: true; using %s as it is",
-                        precision, path.name)
+        _LOGGER.info("voice.prepare: false: %s runs as float32 (voice.precision: %s needs a "
+                     "prepared voice)", path.name, precision)
     if config.voice.prepare and path.stat().st_size >= _PREPARE_MIN_BYTES:
         try:
             config.cache.dir.mkdir(parents=True, exist_ok=True)  # for the memo, too
