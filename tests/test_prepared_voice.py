@@ -231,7 +231,8 @@ def test_default_voice_prepared_through_the_config(tmp_path: Path, default_voice
     manifest = json.loads((folders[0] / "manifest.json").read_text())
     assert manifest["kind"] == "split", manifest.get("note")
     assert manifest["hop"] == 256 and manifest["pad"] <= 32
-    assert 100 < manifest["decoder_kb_per_frame"] < 400  # measured ~190 (32 channels x 256 x ...)
+    assert 100 < manifest["decoder_kb_per_frame"] < 400  # measured ~220 (32 channels x 256 x ...)
+    assert manifest["flow"]["pad"] == 32  # 4 coupling layers of 4 convolutions of kernel 5
     direct = Voice.load(default_voice_path, threads=voice.threads, max_phonemes=voice.max_phonemes)
     _same_audio(direct, voice, longest, noise_scale=0.0, noise_w=0.0)  # noise off: repeatable
     off = parse_config({"voice": {"name": str(default_voice_path), "prepare": False},
@@ -255,6 +256,7 @@ def test_int8_precision_quantizes_all_but_the_decoder(tmp_path: Path, default_vo
     folder = next((tmp_path / "cache" / "models").glob("en_US-joe-medium-int8-*"))
     manifest = json.loads((folder / "manifest.json").read_text())
     assert (manifest["precision"], manifest["kind"]) == ("int8", "split")
+    assert manifest["flow"]["pad"] is None  # quantized per tensor: it runs whole
     assert manifest["files"]["encoder.weights"]["size"] < 20e6  # float32: 55.8 MB
     def ops(name: str) -> set[str]:
         return {n.op_type for n in onnx.load(str(folder / name), load_external_data=False).graph.node}
@@ -337,6 +339,39 @@ def test_windows_decoded_on_two_workers_equal_the_sequential_decode(tmp_path: Pa
             assert np.array_equal(np.concatenate(together), np.concatenate(alone))
     finally:
         scheduler.stop()
+
+
+def test_a_flow_apart_gives_the_first_window_from_its_own_frames(tmp_path: Path) -> None:
+    """A voice whose flow can be split off: preparing measures its context (receptive field 4:
+    8 frames), the first window is made from the flow of its own frames while the rest of the
+    flow runs on another worker, and the voice sounds as the .onnx loaded as it is, on one
+    thread and through the scheduler with two workers."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "flow.onnx", flow="local")
+    prepared = _prepare(onnx_path, tmp_path / "cache")
+    assert prepared.flow is not None and prepared.flow.pad == 8
+    assert "flow.onnx" in {p.name for p in prepared.folder.iterdir()}
+    voice = Voice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
+    direct = _same_audio(Voice.load(onnx_path), voice, LONG)
+    assert len(next(voice.stream(LONG)).samples) == FIRST_WINDOW_FRAMES * VITS_HOP
+    scheduler = Scheduler(2, {"t": 1})
+    scheduler.start()
+    try:
+        with scheduler.submit(voice.stream(LONG), rank=2, source="t") as stream:
+            together = np.concatenate([c.samples for c in stream])
+    finally:
+        scheduler.stop()
+    assert np.array_equal(together, direct)
+
+
+def test_a_flow_that_needs_the_whole_piece_runs_whole(tmp_path: Path) -> None:
+    """A flow whose windows differ from the whole (as an INT8 flow's do: its activations are
+    quantized with the whole tensor's scale) is kept apart but never windowed; same audio."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "global.onnx", flow="global")
+    prepared = _prepare(onnx_path, tmp_path / "cache")
+    assert prepared.kind == "split" and prepared.flow is not None and prepared.flow.pad is None
+    manifest = json.loads((prepared.folder / "manifest.json").read_text())
+    assert "runs whole" in manifest["flow"]["note"]
+    _same_audio(Voice.load(onnx_path), Voice.load(onnx_path, prepared=prepared), LONG)
 
 
 @pytest.mark.parametrize(("frames", "largest", "first", "sizes"), [

@@ -27,7 +27,7 @@ import xxhash
 
 from ..files import read_bounded
 from .onnx import Model, WholeModel, open_session
-from .windows import SplitModel, largest_window
+from .windows import FlowPart, SplitModel, largest_window
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -37,6 +37,16 @@ MODELS_DIR_NAME: Final = "models"
 MANIFEST: Final = "manifest.json"
 _MANIFEST_MAX_BYTES: Final = 1 << 20
 _PREPARE_TIMEOUT_S: Final = 600.0  # a Pi 3 takes tens of seconds; x86 about 6 s
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A flow split off the encoder: what it reads, and the context its windows need."""
+
+    inputs: tuple[str, ...]
+    extra_inputs: tuple[str, ...]
+    pad: int | None
+    """None: its windows would not match the whole (an INT8 flow): it always runs whole."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,8 @@ class PreparedModel:
     """"int8": the weights were quantized when preparing (all but the decoder's)."""
     kb_per_frame: float = 0.0
     """Decoder activation memory per latent frame of a window, measured when preparing."""
+    flow: Flow | None = None
+    """The flow, when it is a part of its own (flow.onnx)."""
 
     def open(self, threads: int, *, lanes: int = 1, memory_mb: int = 400) -> Model:
         """Sessions with `threads` intra-op threads; with `lanes` > 1 windows are decoded at once
@@ -65,10 +77,14 @@ class PreparedModel:
 
         if self.kind == "whole":
             return WholeModel(session("model.onnx", threads))
+        flow = None
+        if self.flow is not None:
+            flow = FlowPart(session("flow.onnx", threads), self.flow.inputs, self.flow.extra_inputs,
+                            self.flow.pad)
         return SplitModel(session("encoder.onnx", threads),
                           session("decoder.onnx", 1 if lanes > 1 else threads),
                           latent=self.latent, extra_inputs=self.extra_inputs, hop=self.hop,
-                          pad=self.pad, largest=self.largest_window(lanes, memory_mb))
+                          pad=self.pad, largest=self.largest_window(lanes, memory_mb), flow=flow)
 
     def largest_window(self, lanes: int, memory_mb: int) -> int:
         return largest_window(memory_mb, lanes, self.kb_per_frame, self.pad)
@@ -76,8 +92,11 @@ class PreparedModel:
     def describe(self, lanes: int = 1, memory_mb: int = 400) -> str:
         int8 = ", INT8 weights" if self.precision == "int8" else ""
         if self.kind == "split":
-            return (f"encoder + decoder in windows of up to {self.largest_window(lanes, memory_mb)}"
-                    f" frames (+{self.pad} context, {lanes} at once){int8}")
+            flow = ("" if self.flow is None else " + flow" if self.flow.pad is None
+                    else f" + flow in windows (+{self.flow.pad} context)")
+            return (f"encoder{flow} + decoder in windows of up to "
+                    f"{self.largest_window(lanes, memory_mb)} frames (+{self.pad} context, "
+                    f"{lanes} at once){int8}")
         return f"whole graph{int8} ({self.note})" if self.note else f"whole graph{int8}"
 
 
@@ -106,9 +125,18 @@ def read_prepared(folder: Path, sha256: str, precision: str = "float32") -> Prep
                              extra_inputs=tuple(manifest.get("extra_inputs", ())),
                              hop=int(manifest.get("hop", 0)), pad=int(manifest.get("pad", 0)),
                              note=manifest.get("note", ""), precision=precision,
-                             kb_per_frame=float(manifest.get("decoder_kb_per_frame", 0.0)))
+                             kb_per_frame=float(manifest.get("decoder_kb_per_frame", 0.0)),
+                             flow=_flow(manifest.get("flow")))
     except (KeyError, TypeError, ValueError, OSError):
         return None
+
+
+def _flow(entry: Any) -> Flow | None:
+    if entry is None:
+        return None
+    pad = entry.get("pad")
+    return Flow(tuple(entry["inputs"]), tuple(entry.get("extra_inputs", ())),
+                None if pad is None else int(pad))
 
 
 def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: str = "float32",

@@ -38,29 +38,29 @@ _DECODER_TIMING_FRAMES: Final = 120  # a window of 96 frames with its context
 
 
 def choose(work: Path, parts: dict[str, onnx.ModelProto], latent: str, extra_inputs: tuple[str, ...],
-           feeds: dict[str, np.ndarray], *, threads: int, decoder_threads: int,
-           enabled: bool, save: Callable[[bytes, Path, str], None]) -> dict[str, Any]:
+           feeds: dict[str, np.ndarray], *, encode: Callable[[Any], np.ndarray], threads: int,
+           decoder_threads: int, enabled: bool,
+           save: Callable[[bytes, Path, str], None]) -> dict[str, Any]:
     """Save every variant of the encoder and the decoder, keep the chosen one of each as
     `work/<part>.onnx` (+ `.weights`), and return what was measured (for the manifest).
+    `encode(encoder session)` is the probe's latent (through the flow when it is split off).
     `parts` is emptied once saved: the graphs are the biggest thing the preparing child holds."""
     saved, errors = _save_variants(work, parts, enabled, save)
     plain_decoder = open_session(saved["decoder"]["none"] / "decoder.onnx", 1, level="ORT_DISABLE_ALL")
     extra = {name: feeds[name] for name in extra_inputs}
-    z = open_session(saved["encoder"]["none"] / "encoder.onnx", 1,
-                     level="ORT_DISABLE_ALL").run([latent], feeds)[0]
+    z = encode(open_session(saved["encoder"]["none"] / "encoder.onnx", 1, level="ORT_DISABLE_ALL"))
     reference = to_int16(plain_decoder.run(None, {latent: z, **extra})[0].reshape(-1))
     window = np.ascontiguousarray(np.tile(z, (1, 1, -(-_DECODER_TIMING_FRAMES // z.shape[-1])))
                                   [..., :_DECODER_TIMING_FRAMES])
 
     def encoder_audio(session: Any) -> np.ndarray:
-        return to_int16(plain_decoder.run(None, {latent: session.run([latent], feeds)[0],
-                                                 **extra})[0].reshape(-1))
+        return to_int16(plain_decoder.run(None, {latent: encode(session), **extra})[0].reshape(-1))
 
     def decoder_audio(session: Any) -> np.ndarray:
         return to_int16(session.run(None, {latent: z, **extra})[0].reshape(-1))
 
     report: dict[str, Any] = {"threads": {"encoder": threads, "decoder": decoder_threads}}
-    checks = {"encoder": (threads, encoder_audio, lambda s: s.run([latent], feeds)),
+    checks = {"encoder": (threads, encoder_audio, lambda s: s.run(None, feeds)),
               "decoder": (decoder_threads, decoder_audio,
                           lambda s: s.run(None, {latent: window, **extra}))}
     for part, (count, audio, run) in checks.items():

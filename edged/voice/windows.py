@@ -83,22 +83,53 @@ class Part(NamedTuple):
     last: bool
 
 
+class FlowPart(NamedTuple):
+    """The flow as a session of its own: it reads the encoder's outputs `inputs` ([1, C, frames]
+    each) and `extra_inputs`, and a window of it needs `pad` frames of context either side."""
+
+    session: Any
+    inputs: tuple[str, ...]
+    extra_inputs: tuple[str, ...]
+    pad: int | None
+    """None: windows of it would not match the whole: it runs whole after the encoder."""
+
+
 @dataclass(frozen=True)
 class _Encoded:
+    """z of frames [offset, offset + latent frames) of piece `index` (`frames` long); its windows
+    from frame `start` on are still to be decoded."""
+
     index: int
     latent: np.ndarray
     extra: dict[str, np.ndarray]
+    frames: int
+    offset: int = 0
+    start: int = 0
+
+
+@dataclass(frozen=True)
+class _FlowInputs:
+    """What the encoder made for the flow, of piece `index` (`frames` long), and the flow's and
+    the decoder's other inputs."""
+
+    index: int
+    inputs: dict[str, np.ndarray]
+    extra: dict[str, np.ndarray]
+    decoder_extra: dict[str, np.ndarray]
+    frames: int
 
 
 class SplitModel:
-    """A voice as encoder + windowed decoder (prepared.py). Thread-safe."""
+    """A voice as encoder (+ flow) + windowed decoder (prepared.py). Thread-safe."""
 
     def __init__(self, encoder: Any, decoder: Any, *, latent: str, extra_inputs: tuple[str, ...],
-                 hop: int, pad: int, largest: int = DECODE_WINDOW_FRAMES) -> None:
+                 hop: int, pad: int, largest: int = DECODE_WINDOW_FRAMES,
+                 flow: FlowPart | None = None) -> None:
         self._encoder = encoder
         self._decoder = decoder
         self._latent = latent
         self._extra = extra_inputs
+        self._flow = flow
         self.hop = hop
         self.pad = pad
         self.largest = largest
@@ -107,29 +138,70 @@ class SplitModel:
     def stream(self, pieces: Sequence[dict[str, np.ndarray]], *,
                first_window: int = 0) -> Iterator[Part]:
         """Each piece's samples in order, window by window; with lanes, the windows of a piece
-        and the next piece's encoder run on other workers too."""
-        ahead: Ahead[_Encoded | Part] = Ahead(current_lanes())
+        and the next piece's encoder run on other workers too. With the flow apart, the first
+        window of the first piece needs the flow of its own frames only (and the rest of the
+        flow runs meanwhile)."""
+        ahead: Ahead[_Encoded | _FlowInputs | Part] = Ahead(current_lanes())
         if pieces:
-            ahead.push(partial(self._encode, 0, pieces[0]))
+            ahead.push(partial(self._encode, 0, pieces[0], first_window))
         while ahead:
             done = ahead.pop()
             if isinstance(done, Part):
                 yield done
-                continue
-            first = first_window if done.index == 0 else 0
-            bounds = window_bounds(done.latent.shape[-1], self.largest, first)
-            for i, (start, end) in enumerate(bounds):
-                ahead.push(partial(self._decode, done, start, end, i == len(bounds) - 1))
-            if done.index + 1 < len(pieces):
-                ahead.push(partial(self._encode, done.index + 1, pieces[done.index + 1]))
+            elif isinstance(done, _FlowInputs):
+                ahead.push(partial(self._head, done, first_window))
+                ahead.push(partial(self._rest, done, first_window))
+            else:
+                first = first_window if done.index == 0 else 0
+                bounds = [(a, b) for a, b in window_bounds(done.frames, self.largest, first)
+                          if a >= done.start]
+                for start, end in bounds:
+                    ahead.push(partial(self._decode, done, start, end, end == done.frames))
+                if done.index + 1 < len(pieces):
+                    ahead.push(partial(self._encode, done.index + 1, pieces[done.index + 1], 0))
 
-    def _encode(self, index: int, feeds: dict[str, np.ndarray]) -> _Encoded:
-        latent = self._encoder.run([self._latent], feeds)[0]
-        return _Encoded(index, latent, {name: feeds[name] for name in self._extra})
+    def _encode(self, index: int, feeds: dict[str, np.ndarray],
+                first: int) -> _Encoded | _FlowInputs:
+        """The piece's z; with the flow apart and a first window shorter than the piece, what
+        the flow reads (its windows are run by `_head` and `_rest`)."""
+        extra = {name: feeds[name] for name in self._extra}
+        if self._flow is None:
+            latent = self._encoder.run([self._latent], feeds)[0]
+            return _Encoded(index, latent, extra, latent.shape[-1])
+        made = dict(zip(self._flow.inputs, self._encoder.run(list(self._flow.inputs), feeds),
+                        strict=True))
+        inputs = _FlowInputs(index, made, {name: feeds[name] for name in self._flow.extra_inputs},
+                             extra, next(iter(made.values())).shape[-1])
+        if 0 < first < inputs.frames and self._flow.pad is not None:
+            return inputs
+        return _Encoded(index, self._run_flow(inputs, 0, inputs.frames), extra, inputs.frames)
+
+    def _head(self, inputs: _FlowInputs, first: int) -> Part:
+        """The first window: the flow of its frames and their context, then the decoder."""
+        assert self._flow is not None and self._flow.pad is not None
+        end = min(first, inputs.frames)
+        latent = self._run_flow(inputs, 0, min(inputs.frames, end + self.pad + self._flow.pad))
+        head = _Encoded(inputs.index, latent, inputs.decoder_extra, inputs.frames)
+        return self._decode(head, 0, end, end == inputs.frames)
+
+    def _rest(self, inputs: _FlowInputs, first: int) -> _Encoded:
+        """z from the first window's context on (the flow with its own context before it)."""
+        assert self._flow is not None and self._flow.pad is not None
+        offset = max(0, first - self.pad)
+        lo = max(0, offset - self._flow.pad)
+        latent = self._run_flow(inputs, lo, inputs.frames)[..., offset - lo:]
+        return _Encoded(inputs.index, latent, inputs.decoder_extra, inputs.frames, offset, first)
+
+    def _run_flow(self, inputs: _FlowInputs, lo: int, hi: int) -> np.ndarray:
+        assert self._flow is not None
+        feeds = {name: np.ascontiguousarray(value[..., lo:hi])
+                 for name, value in inputs.inputs.items()}
+        return np.asarray(self._flow.session.run([self._latent], {**feeds, **inputs.extra})[0])
 
     def _decode(self, encoded: _Encoded, start: int, end: int, last: bool) -> Part:
         audio = decode_window(self._decoder, self._latent, encoded.latent, encoded.extra,
-                              start, end, hop=self.hop, pad=self.pad)
+                              start - encoded.offset, end - encoded.offset, hop=self.hop,
+                              pad=self.pad)
         return Part(encoded.index, audio, last)
 
 
