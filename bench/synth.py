@@ -293,7 +293,7 @@ def print_report(data: dict[str, Any]) -> None:
     for run in RUNS:
         r = results.get(run.name)
         if not r or "error" in r:
-            rows.append([run.name, "ERROR", (r or {}).get("error", "not run")[:60]] + [""] * 10)
+            rows.append([run.name, "ERROR", (r or {}).get("error", "not run")[:60]] + [""] * 9)
             continue
         c = comps.get(run.name, {}).get("ratios", {})
 
@@ -359,7 +359,8 @@ def main() -> None:
     previous_path = RESULTS_DIR / "synth.json"
     previous = json.loads(previous_path.read_text()) if only and previous_path.exists() else {}
 
-    results: dict[str, Any] = dict(previous.get("runs", {}))
+    known = {r.name for r in RUNS}
+    results: dict[str, Any] = {k: v for k, v in previous.get("runs", {}).items() if k in known}
     selected = [r for r in RUNS if not only or r.name in only]
     with tempfile.TemporaryDirectory(prefix="edged-bench-") as tmp:
         workdir = Path(tmp)

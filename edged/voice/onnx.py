@@ -6,6 +6,7 @@ pieces as `windows.Part`s.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,6 +30,7 @@ class Model(Protocol):
 def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL") -> Any:
     import onnxruntime as ort
 
+    _register_shared_arena(ort)
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -40,7 +42,29 @@ def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL") -> Any:
     options.log_severity_level = 3
     # Threads of the intra-op pool spin while idle by default: on a Pi that is a core burnt.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # One arena for every session of the process: the encoder's, the flow's and the decoder's
+    # buffers (and another voice's) reuse the same memory instead of each keeping its own
+    # peak (default voice, corpus twice, 2 workers: peak RSS 165 -> 158 MB, same CPU time).
+    options.add_session_config_entry("session.use_env_allocators", "1")
     return options
+
+
+_ARENA_LOCK = threading.Lock()
+_arena_registered = False
+
+
+def _register_shared_arena(ort: Any) -> None:
+    """The process-wide CPU arena the sessions share (registered once: a second registration
+    is an error in ONNX Runtime). Growing by powers of two, as a session's own arena does:
+    growing by what is asked kept more memory here (211 vs 158 MB)."""
+    global _arena_registered
+    with _ARENA_LOCK:
+        if _arena_registered:
+            return
+        memory = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0,
+                                   ort.OrtMemType.DEFAULT)
+        ort.create_and_register_allocator(memory, ort.OrtArenaCfg(0, -1, -1, -1))
+        _arena_registered = True
 
 
 def open_session(path: Path | bytes, threads: int, *, level: str = "ORT_ENABLE_ALL") -> Any:
