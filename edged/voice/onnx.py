@@ -27,10 +27,13 @@ class Model(Protocol):
         ...
 
 
-def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL") -> Any:
+def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL", shared_arena: bool = True) -> Any:
+    """`shared_arena` False: the session keeps an arena of its own (preparing measures what one
+    decoder window takes)."""
     import onnxruntime as ort
 
-    _register_shared_arena(ort)
+    if shared_arena:
+        _register_shared_arena(ort)
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -45,7 +48,7 @@ def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL") -> Any:
     # One arena for every session of the process: the encoder's, the flow's and the decoder's
     # buffers (and another voice's) reuse the same memory instead of each keeping its own
     # peak (default voice, corpus twice, 2 workers: peak RSS 165 -> 158 MB, same CPU time).
-    options.add_session_config_entry("session.use_env_allocators", "1")
+    options.add_session_config_entry("session.use_env_allocators", "1" if shared_arena else "0")
     return options
 
 
@@ -67,12 +70,13 @@ def _register_shared_arena(ort: Any) -> None:
         _arena_registered = True
 
 
-def open_session(path: Path | bytes, threads: int, *, level: str = "ORT_ENABLE_ALL") -> Any:
+def open_session(path: Path | bytes, threads: int, *, level: str = "ORT_ENABLE_ALL",
+                 shared_arena: bool = True) -> Any:
     import onnxruntime as ort
 
     model = path if isinstance(path, bytes) else str(path)
-    return ort.InferenceSession(model, sess_options=session_options(threads, level=level),
-                                providers=["CPUExecutionProvider"])
+    options = session_options(threads, level=level, shared_arena=shared_arena)
+    return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
 
 
 class WholeModel:

@@ -113,7 +113,8 @@ def _prepare_split(work: Path, onnx_path: Path, parts: dict[str, onnx.ModelProto
         threads=tuning.threads, decoder_threads=tuning.decoder_threads, enabled=tuning.rewrites,
         save=lambda model, folder, name: _save_optimized(model, folder, name, "ORT_ENABLE_ALL"))
     encoder = open_session(work / "encoder.onnx", 1, level="ORT_DISABLE_ALL")
-    decoder = open_session(work / "decoder.onnx", 1, level="ORT_DISABLE_ALL")
+    # An arena of its own: its growth is what one window takes (probe.py).
+    decoder = open_session(work / "decoder.onnx", 1, level="ORT_DISABLE_ALL", shared_arena=False)
     probe = probe_decoder(decoder, encoder_latent(encoder, flow, layout, feeds), layout, feeds)
     if isinstance(probe, str):
         manifest["note"] = probe
