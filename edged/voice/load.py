@@ -25,8 +25,9 @@ voice); a model under 1 MB (no real voice is) loads in milliseconds as it is."""
 
 
 def inference_threads(config: Config) -> int:
-    """`voice.threads`, or for 0 two on a multi-core CPU, else one."""
-    return config.voice.threads or min(2, os.cpu_count() or 1)
+    """`voice.threads`, or for 0 two when the process may use several cores, else one (the
+    usable cores: under `taskset` or systemd's CPUAffinity= the machine's count overstates)."""
+    return config.voice.threads or min(2, len(os.sched_getaffinity(0)))
 
 
 def window_lanes(config: Config) -> int:
