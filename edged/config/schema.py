@@ -206,8 +206,10 @@ class LimitsConfig:
     memory_mb: int = _opt(400, min=64, max=65536)
     stop_timeout_s: float = _opt(10.0, min=0.0, max=300.0)
     synthesis_workers: int = _opt(0, min=0, max=16)
-    """Threads that run inferences for every source (MQTT, pinned phrases, later the network
-    servers); 0: one per `voice.threads` cores, at most one per 200 MB of `memory_mb`."""
+    """Threads that run inferences for every source (MQTT, pinned phrases, the network
+    servers); 0: one per window lane when windows are decoded in parallel (the usable cores, at
+    most `voice.parallel_windows`, one per 100 MB of `memory_mb`), else one per `voice.threads`
+    cores, at most one per 200 MB of `memory_mb`."""
     heartbeat_max_age_s: float = _opt(90.0, min=1.0, max=3600.0)
     """The worker counts as hung when its heartbeat is older than this: edged stops the
     systemd watchdog pings and systemd restarts it. Keep above the longest single step
