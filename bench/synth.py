@@ -93,6 +93,8 @@ RUNS: tuple[Run, ...] = (
     Run("piper-2t", "piper", "2core", 2, note="session built with intra_op_num_threads=2"),
     Run("edged-2t-norewrite", "edged", "2core", cache="norewrite",
         note="the voice prepared without graph rewrites (as before #16)"),
+    Run("edged-2t-mem800", "edged", "2core", config={"limits": {"memory_mb": 800}},
+        note="limits.memory_mb: 800: windows grow twice as far (about 210 frames)"),
     Run("edged-2t-inline", "edged", "2core", inline=True,
         note="the voice's steps on the calling thread: no scheduler, so no parallel windows"),
     Run("edged-2t-direct", "edged", "2core",
