@@ -208,7 +208,7 @@ class LimitsConfig:
     synthesis_workers: int = _opt(0, min=0, max=16)
     """Threads that run inferences for every source (MQTT, pinned phrases, the network
     servers); 0: one per window lane when windows are decoded in parallel (the usable cores, at
-    most `voice.parallel_windows`, one per 100 MB of `memory_mb`), else one per `voice.threads`
+    most `voice.parallel_windows`, one per 200 MB of `memory_mb`), else one per `voice.threads`
     cores, at most one per 200 MB of `memory_mb`."""
     heartbeat_max_age_s: float = _opt(90.0, min=1.0, max=3600.0)
     """The worker counts as hung when its heartbeat is older than this: edged stops the

@@ -33,9 +33,11 @@ def inference_threads(config: Config) -> int:
 def window_lanes(config: Config) -> int:
     """Decoder windows of a piece decoded at once, one core and one intra-op thread each: the
     usable cores, at most `voice.parallel_windows`, `limits.synthesis_workers` when set, and one
-    per 100 MB of `limits.memory_mb` (each holds a window's activations)."""
+    per 200 MB of `limits.memory_mb` (the windows being decoded share an eighth of it: more
+    lanes on the same budget would make them too small to pay for their context; at 400 MB,
+    two lanes of about 90 frames)."""
     lanes = min(len(os.sched_getaffinity(0)), config.voice.parallel_windows,
-                config.limits.memory_mb // 100)
+                config.limits.memory_mb // 200)
     if config.limits.synthesis_workers:
         lanes = min(lanes, config.limits.synthesis_workers)
     return max(1, lanes)
