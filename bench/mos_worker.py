@@ -10,8 +10,13 @@ from __future__ import annotations
 import contextlib
 import sys
 import wave
+from pathlib import Path
 
-import numpy as np
+# bench/http.py would stand in for the standard library's `http` (torch imports it) while bench/
+# is on sys.path, as it is for a script run from there.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import numpy as np  # noqa: E402
 
 
 def _load(path: str, rate: int) -> tuple[np.ndarray, int]:

@@ -149,12 +149,15 @@ class SplitModel:
             if isinstance(done, Part):
                 yield done
             elif isinstance(done, _FlowInputs):
-                ahead.push(partial(self._head, done, first_window))
+                yield self._head(done, first_window)  # alone: nothing competes for the cores
                 ahead.push(partial(self._rest, done, first_window))
             else:
                 first = first_window if done.index == 0 else 0
                 bounds = [(a, b) for a, b in window_bounds(done.frames, self.largest, first)
                           if a >= done.start]
+                if first and bounds and bounds[0][0] == 0:  # the first sound: decoded alone
+                    yield self._decode(done, *bounds[0], bounds[0][1] == done.frames)
+                    bounds = bounds[1:]
                 for start, end in bounds:
                     ahead.push(partial(self._decode, done, start, end, end == done.frames))
                 if done.index + 1 < len(pieces):
