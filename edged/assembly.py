@@ -114,7 +114,7 @@ def assemble(config: Config, status: Callable[[str], None]) -> App:
     servers: list[Server] = []  # the network servers (Wyoming, HTTP) join here
     if config.wyoming.enabled:
         paths = {voice.name: voice.onnx_path} if isinstance(voice, Voice) else {}
-        listings = list_voices(config, pool.choices, paths)
+        listings = list_voices(config, pool.listed, paths)
         servers.append(WyomingServer(config, speech, listings, settings))
     servers += _http_server(config, daemon, speech)
     return App(config, daemon, speech, player, phrases, NetLoop(servers) if servers else None)
