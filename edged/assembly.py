@@ -133,7 +133,7 @@ def assemble(config: Config, status: Callable[[str], None]) -> App:
         from .wyoming import WyomingServer, list_voices  # the wyoming library: only when on
 
         paths = {voice.name: voice.onnx_path} if isinstance(voice, Voice) else {}
-        listings = list_voices(config, pool.choices, paths)
+        listings = list_voices(config, pool.listed, paths)
         servers.append(WyomingServer(config, speech, listings, settings))
     later = _http_server(config, daemon, speech)
     net = NetLoop(servers) if servers or later else None

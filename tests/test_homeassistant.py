@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 import numpy as np
 import pytest
-from conftest import EDGED, ROOT, Broker
+from conftest import DATA, EDGED, ROOT, Broker
 from daemon_harness import (  # noqa: F401 - fixtures
     DaemonProc,
     Message,
@@ -66,80 +66,13 @@ def _config_topic(dp: Watcher) -> str:
 
 
 def _expected(p: str) -> dict[str, Any]:
-    """The device config, written out: what Home Assistant was seen to accept (README there)."""
-    state = f"{p}/state"
-
-    def sensor(key: str, name: str, template: str, **extra: Any) -> dict[str, Any]:
-        return {"p": "sensor", "name": name, "state_topic": state, "value_template": template,
-                **extra, "unique_id": f"test_{key}"}
-
-    def command(key: str, platform: str, name: str, topic: str, **extra: Any) -> dict[str, Any]:
-        return {"p": platform, "name": name, "command_topic": topic, "qos": 1, **extra,
-                "unique_id": f"test_{key}"}
-
-    return {
-        "dev": {"ids": ["edged_test"], "name": "Kitchen speaker", "mf": "edged",
-                "mdl": "edged offline speech announcements", "sw": __version__},
-        "o": {"name": "edged", "sw": __version__, "url": "https://github.com/edged/edged"},
-        "availability_topic": f"{p}/availability",
-        "payload_available": "online", "payload_not_available": "offline",
-        "cmps": {
-            "announce": command("announce", "notify", "Announce", f"{p}/say",
-                                command_template='{"text": {{ value | to_json }}}'),
-            "state": sensor("state", "State",
-                            "{{ 'paused' if value_json.paused else value_json.state }}",
-                            icon="mdi:account-voice"),
-            "queue": sensor("queue", "Queue", "{{ value_json.queue }}",
-                            state_class="measurement", icon="mdi:playlist-play"),
-            "last_announcement": sensor(
-                "last_announcement", "Last announcement",
-                "{{ value_json.last.text if value_json.last else 'None' }}",
-                json_attributes_topic=state,
-                json_attributes_template="{{ (value_json.last or {}) | tojson }}",
-                icon="mdi:message-text"),
-            "last_announcement_id": sensor(
-                "last_announcement_id", "Last announcement ID",
-                "{{ value_json.last.id if value_json.last else 'None' }}", icon="mdi:identifier"),
-            "cache_hit_ratio": sensor(
-                "cache_hit_ratio", "Cache hit ratio",
-                "{{ (100 * value_json.cache_hit_ratio) | round(1) if value_json.cache_hit_ratio "
-                "is not none else 'None' }}", unit_of_measurement="%",
-                state_class="measurement", entity_category="diagnostic", icon="mdi:cached"),
-            "first_audio": sensor(
-                "first_audio", "First audio (uncached)",
-                "{{ value_json.last_uncached_first_audio_ms if "
-                "value_json.last_uncached_first_audio_ms is not none else 'None' }}",
-                unit_of_measurement="ms", device_class="duration", state_class="measurement",
-                entity_category="diagnostic"),
-            "stop": command("stop", "button", "Stop", f"{p}/control", payload_press="stop",
-                            icon="mdi:stop"),
-            "skip": command("skip", "button", "Skip", f"{p}/control", payload_press="skip",
-                            icon="mdi:skip-next"),
-            "clear": command("clear", "button", "Clear queue", f"{p}/control",
-                             payload_press="clear", icon="mdi:playlist-remove"),
-            "pause": command("pause", "switch", "Pause", f"{p}/control", payload_on="pause",
-                             payload_off="resume", state_topic=state, state_on="ON",
-                             state_off="OFF",
-                             value_template="{{ 'ON' if value_json.paused else 'OFF' }}",
-                             icon="mdi:pause"),
-            "voice": command("voice", "select", "Voice", f"{p}/set/voice",
-                             options=["tiny", "other"], state_topic=state,
-                             value_template="{{ value_json.selected_voice }}",
-                             entity_category="config", icon="mdi:account-voice"),
-            "volume": command("volume", "number", "Volume", f"{p}/set/volume", min=0, max=100,
-                              step=1, mode="slider", unit_of_measurement="%", state_topic=state,
-                              value_template="{{ value_json.volume }}",
-                              entity_category="config", icon="mdi:volume-high"),
-            "announcement": {
-                "p": "event", "name": "Announcement", "state_topic": f"{p}/event",
-                "event_types": ["finished", "failed", "rejected"],
-                "value_template": "{% if value_json.event in ['finished', 'failed', 'rejected'] "
-                                  "and value_json.action is not defined %}"
-                                  "{{ dict(value_json, event_type=value_json.event) | tojson }}"
-                                  "{% endif %}",
-                "icon": "mdi:bullhorn", "unique_id": "test_announcement"},
-        },
-    }
+    """The device config, written out (tests/data/ha_discovery_golden.json, with `<p>` for the
+    topic prefix and `<version>` for edged's): what Home Assistant was seen to accept."""
+    golden = (DATA / "ha_discovery_golden.json").read_text(encoding="utf-8")
+    filled = json.loads(golden, object_hook=lambda d: {
+        k: v.replace("<p>", p).replace("<version>", __version__) if isinstance(v, str) else v
+        for k, v in d.items()})
+    return dict(filled)
 
 
 def _on(topic: str, payload: bytes | None = None) -> Callable[[Message], bool]:

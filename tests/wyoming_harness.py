@@ -63,7 +63,7 @@ def serve(tmp_path: Path, voice: Voice, *, sources: dict[str, int] | None = None
     scheduler.start()
     pool = VoicePool(config, default=voice)
     speech = Speech(config, pool, PhraseCache(config.cache), scheduler)
-    server = WyomingServer(config, speech, list_voices(config, pool.choices,
+    server = WyomingServer(config, speech, list_voices(config, pool.listed,
                                                       {voice.name: voice.onnx_path}))
     net = NetLoop([server])
     net.start()

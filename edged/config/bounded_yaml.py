@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import yaml
 
-from .schema import ConfigError
+from .fields import ConfigError
 
 MAX_DEPTH: Final = 32
 MAX_VALUES: Final = 100_000

@@ -21,7 +21,8 @@ from typing import Any, Final, Literal
 
 from ..files import read_bounded
 from .bounded_yaml import load_yaml, short
-from .schema import Config, ConfigError
+from .fields import ConfigError
+from .schema import Config
 
 _MAX_FILE_BYTES: Final = 1 << 20
 _MAX_STRING_CHARS: Final = 4096

@@ -15,7 +15,7 @@ from ..requests import Request, RequestError, Rules, parse_request
 from .errors import HttpError
 from .formats import ALIASES, FORMATS, Format, supported
 
-TTS_FIELDS: Final = ("text", "voice", "speaker", "speed", "volume", "format")
+TTS_FIELDS: Final = ("text", "voice", "speaker", "speed", "volume", "language", "format")
 _NUMBERS: Final = ("speed", "volume")
 
 
@@ -28,6 +28,9 @@ class TtsParams:
     volume: float
     format: Format
     rate_hz: int | None = None
+    """Resample to this rate (OpenAI's pcm is 24 kHz); None: the voice's own."""
+    language: str | None = None
+    """What language Han text (or untagged text) is, as MQTT's `language` field."""
     """Resample to this rate (OpenAI's pcm is 24 kHz); None: the voice's own."""
 
 
@@ -71,7 +74,7 @@ def tts_params(data: dict[str, Any], rules: Rules, *, fields: tuple[str, ...] = 
     fmt = pick_format(rest.pop("format", default_format))
     request = checked(rest, rules)
     return TtsParams(request.text, request.voice, request.speaker, request.speed,
-                     request.volume, fmt)
+                     request.volume, fmt, language=request.language)
 
 
 def pick_format(name: object, field: str = "format") -> Format:

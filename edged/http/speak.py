@@ -55,8 +55,8 @@ class Speaker:
     async def open(self, params: TtsParams) -> SpeechStream:
         try:
             stream = await open_speech(self._speech, params.text, voice=params.voice,
-                                       speaker=params.speaker, speed=params.speed, rank=_RANK,
-                                       source=SOURCE)
+                                       speaker=params.speaker, speed=params.speed,
+                                       language=params.language, rank=_RANK, source=SOURCE)
         except VoiceError as err:
             raise HttpError(400, str(err)) from None
         except Busy:

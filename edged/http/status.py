@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -18,9 +17,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from ..config import Config
 from ..daemon import Daemon
 from ..net import run_blocking
-from ..voice import Voice, VoiceError, VoicePool, find_voice
-from ..voice.catalog import CatalogError, load_catalog
-from ..voice.piper_config import read_piper_config
+from ..voice import Voice, VoicePool
+from ..voice.listing import voice_listings
 from .metrics import Metrics
 
 
@@ -52,25 +50,10 @@ class Status:
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     def _voice_list(self) -> list[dict[str, Any]]:
+        """Every voice a request may name (voice/listing.py), the device's default first."""
         default = self._pool.get()
-        names = [default.name, *(n for n in self._config.voices if n != default.name)]
-        try:
-            catalog = load_catalog()
-        except CatalogError:
-            catalog = {}
-        listed = []
-        for name in names:
-            entry: dict[str, Any] = {"name": name, "default": name == default.name}
-            voice = self._pool.peek(name)
-            try:
-                piper = voice.config if isinstance(voice, Voice) else read_piper_config(
-                    Path(f"{find_voice(name, self._config.voice.dirs)}.json"))
-            except VoiceError as err:
-                listed.append({**entry, "error": str(err)})
-                continue
-            known = catalog.get(name)
-            listed.append({**entry, "language": piper.language, "rate_hz": piper.rate_hz,
-                           "speakers": sorted(piper.speakers, key=piper.speakers.__getitem__)
-                           or piper.num_speakers,
-                           "licence": known.license if known is not None else None})
-        return listed
+        paths = {default.name: default.onnx_path} if isinstance(default, Voice) else {}
+        return [{"name": v.name, "default": v.name == default.name, "language": v.language,
+                 "rate_hz": v.rate_hz, "speakers": list(v.speakers) or v.num_speakers,
+                 "licence": v.licence or None}
+                for v in voice_listings(self._config, self._pool.listed, paths)]

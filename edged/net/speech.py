@@ -22,10 +22,11 @@ from .loop import run_blocking
 
 async def open_speech(speech: Speech, text: str, *, voice: str | None = None,
                       speaker: str | int | None = None, speed: float | None = None,
-                      rank: int, source: str) -> SpeechStream:
+                      language: str | None = None, rank: int, source: str) -> SpeechStream:
     """VoiceError (bad voice or speaker), synthesis.Busy (the source's bound) as from Speech."""
     def open_() -> SpeechStream:
-        utterance = speech.utterance(text, voice, speaker=speaker, speed=speed)
+        utterance = speech.utterance(text, voice, speaker=speaker, speed=speed,
+                                     language=language)
         return speech.open(utterance, rank=rank, source=source)
 
     opening = asyncio.ensure_future(run_blocking(open_))

@@ -89,6 +89,12 @@ class VoicePool:
         return list(dict.fromkeys([own, *self._config.voices]))
 
     @property
+    def listed(self) -> list[str]:
+        """The voices the network servers list (Wyoming's describe, HTTP's /api/voices):
+        `choices`, then the voices `languages:` names."""
+        return list(dict.fromkeys([*self.choices, *sorted(self._config.languages.voices())]))
+
+    @property
     def budget_mb(self) -> float:
         return self._budget_mb
 

@@ -1,7 +1,8 @@
 """A Wyoming text-to-speech server (Home Assistant's Assist, `tts.speak`) on the daemon's voices."""
 
+from ..voice.listing import VoiceListing
 from .connection import SOURCE
-from .info import VoiceListing, build_info, list_voices
+from .info import build_info, list_voices
 from .server import WyomingError, WyomingServer
 
 __all__ = ["SOURCE", "VoiceListing", "WyomingError", "WyomingServer", "build_info", "list_voices"]

@@ -45,11 +45,13 @@ from wyoming.tts import (
 )
 
 from ..device_state import DeviceSettings
+from ..languages import LanguageError
+from ..languages.codes import language_code, locale_language
 from ..net import chunks, open_speech
 from ..synthesis import Busy, SchedulerStopped, Speech
 from ..voice import VoiceError
+from ..voice.listing import VoiceListing
 from .framing import Bounds, FrameError, read_event
-from .info import VoiceListing
 from .text_stream import SentenceBuffer
 
 _LOGGER = logging.getLogger(__name__)
@@ -91,6 +93,8 @@ class _Response:
     speaker: str | None
     streaming: bool
     received: float
+    language: str | None = None
+    """Our code for a language no listed voice carries: routed along its voice chain."""
     started: bool = False
     """audio-start was sent."""
     first_audio: float | None = None
@@ -190,13 +194,15 @@ class Connection:
         return self._stream
 
     def _open(self, data: dict[str, Any], *, streaming: bool) -> _Response:
-        voice, speaker = self._voice(data.get("voice"))
-        return _Response(voice, speaker, streaming, time.monotonic())
+        voice, speaker, language = self._voice(data.get("voice"))
+        return _Response(voice, speaker, streaming, time.monotonic(), language)
 
-    def _voice(self, value: object) -> tuple[str | None, str | None]:
-        """The voice a request asks for, by name or by language; None: the device's voice."""
+    def _voice(self, value: object) -> tuple[str | None, str | None, str | None]:
+        """(voice, speaker, language) a request asks for: a voice by name, or by language (a
+        listed voice of exactly that tag, else the language's own voice chain, as MQTT routes
+        it); no voice: the device's."""
         if value is None:
-            return None, None
+            return None, None, None
         if not isinstance(value, dict):
             raise RequestError("voice must be an object", "bad-request")
         name = _optional_text(value, "name")
@@ -210,13 +216,17 @@ class Connection:
             if name not in listed:
                 raise RequestError(f"unknown voice {name[:_MAX_NAME]!r}; voices here: "
                                    f"{', '.join(listed)}", "voice")
-            return name, speaker
+            return name, speaker, None
         if language is not None:
             for listing in self._ctx.voices:
-                if language in listing.languages:
-                    return listing.name, speaker
-            raise RequestError(f"no voice for language {language[:_MAX_NAME]!r}", "voice")
-        return None, speaker
+                if listing.language == language:
+                    return listing.name, speaker, None
+            try:
+                return None, speaker, language_code(locale_language(language))
+            except LanguageError:
+                raise RequestError(f"no voice for language {language[:_MAX_NAME]!r}",
+                                   "voice") from None
+        return None, speaker, None
 
     def _text(self, data: dict[str, Any], room: int) -> str:
         text = data.get("text")
@@ -263,7 +273,7 @@ class Connection:
         ctx = self._ctx
         voice = response.voice or (ctx.settings.voice if ctx.settings is not None else None)
         stream = await open_speech(ctx.speech, text, voice=voice, speaker=response.speaker,
-                                   rank=ctx.rank, source=SOURCE)
+                                   language=response.language, rank=ctx.rank, source=SOURCE)
         rate = stream.utterance.rate_hz
         response.cached = response.cached and stream.cached
         if not response.started:

@@ -8,9 +8,7 @@ the voice is in it, else what the voice's own `.onnx.json` says about its datase
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
@@ -18,70 +16,38 @@ from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeake
 from .. import __version__
 from ..config import Config
 from ..homeassistant.discovery import PROJECT_URL
-from ..voice import VoiceError, find_voice
-from ..voice.catalog import CatalogError, load_catalog
-from ..voice.piper_config import read_piper_config
+from ..voice.listing import VoiceListing, voice_listings
 
-_LOGGER = logging.getLogger(__name__)
 PROGRAM: str = "edged"
-
-
-@dataclass(frozen=True)
-class VoiceListing:
-    """One voice as Wyoming describes it."""
-
-    name: str
-    languages: tuple[str, ...]
-    speakers: tuple[str, ...]
-    description: str
-    attribution: str
-    url: str
 
 
 def list_voices(config: Config, names: Sequence[str],
                 paths: Mapping[str, Path] | None = None) -> list[VoiceListing]:
-    """The listing of each voice in `names`, found in `paths` (name -> .onnx; the loaded voices)
-    or else by name. A voice whose files cannot be read is left out, with a warning: it could
-    not be spoken either."""
-    try:
-        catalog = load_catalog()
-    except CatalogError as err:
-        _LOGGER.warning("Voice licences are not advertised over Wyoming: %s", err)
-        catalog = {}
-    listings = []
-    for name in names:
-        try:
-            path = (paths or {}).get(name) or find_voice(name, config.voice.dirs)
-            piper = read_piper_config(Path(f"{path}.json"))
-        except VoiceError as err:
-            _LOGGER.warning("Voice %s is not advertised over Wyoming: %s", name, err)
-            continue
-        entry = catalog.get(name)
-        if entry is not None and entry.license:
-            attribution, url = f"{name}: {entry.license}", entry.license_url
-        else:
-            attribution, url = f"{name}: licence not in edged's voice catalog; see its model card", ""
-        listings.append(VoiceListing(
-            name=name, languages=(piper.language,) if piper.language else (),
-            speakers=tuple(sorted(piper.speakers, key=piper.speakers.__getitem__))
-            if piper.num_speakers > 1 else (),
-            description=_describe(name, piper.language), attribution=attribution, url=url))
-    return listings
+    """The voices in `names` as `describe` lists them (see voice/listing.py)."""
+    return voice_listings(config, names, paths)
 
 
 def build_info(listings: Sequence[VoiceListing]) -> Info:
     voices = [
-        TtsVoice(name=v.name, attribution=Attribution(name=v.attribution, url=v.url),
-                 installed=True, description=v.description, version=None,
-                 languages=list(v.languages),
+        TtsVoice(name=v.name, attribution=Attribution(name=_attribution(v), url=v.licence_url),
+                 installed=True, description=_describe(v.name, v.language), version=None,
+                 languages=[v.language] if v.language else [],
                  speakers=[TtsVoiceSpeaker(name=s) for s in v.speakers] or None)
         for v in listings
     ]
     program = TtsProgram(
         name=PROGRAM, attribution=Attribution(name="edged (GPL-3.0-or-later)", url=PROJECT_URL),
-        installed=True, description="edged: offline neural speech (Piper voices), streaming",
+        installed=True, description="edged: offline speech (Piper, Kokoro and espeak-ng voices), "
+                                    "streaming",
         version=__version__, voices=voices, supports_synthesize_streaming=True)
     return Info(tts=[program])
+
+
+def _attribution(voice: VoiceListing) -> str:
+    if not voice.licence:
+        return f"{voice.name}: licence not in edged's voice catalog; see its model card"
+    credit = f"; credit: {voice.credit}" if voice.credit else ""
+    return f"{voice.name}: {voice.licence}{credit}"
 
 
 def _describe(name: str, language: str) -> str:

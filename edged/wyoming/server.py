@@ -27,10 +27,11 @@ from ..device_state import DeviceSettings
 from ..net import spawn
 from ..priorities import rank
 from ..synthesis import Speech
+from ..voice.listing import VoiceListing
 from .advertise import Advertiser, addresses_to_advertise
 from .connection import Connection, Context
 from .framing import Bounds
-from .info import VoiceListing, build_info
+from .info import build_info
 
 _LOGGER = logging.getLogger(__name__)
 
