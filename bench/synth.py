@@ -334,7 +334,68 @@ def print_report(data: dict[str, Any]) -> None:
     print(f"\nvoice: {data['voice']}")
 
 
-def main() -> None:
+def _method(rounds: int, passes: int) -> dict[str, Any]:
+    """How the figures were taken (the JSON's "method" block)."""
+    return {
+        "rounds": rounds,
+        "passes_per_process": passes,
+        "cpu_per_audio": "process CPU time (all threads) / audio duration: robust to "
+                         "other load on the machine, but counts spinning pool threads",
+        "process_per_config": True,
+        "per_line": "of the timed passes of all rounds, the one with the lowest time per "
+                    "audio second, and the earliest first chunk of any pass (fastest of "
+                    "N: least disturbed by other load)",
+        "cold_start": "fastest of the rounds' processes (+ "
+                      f"{COLD_REPEATS} cold-only process for critical configs): spawn of a "
+                      "fresh python worker -> first chunk of corpus line 1",
+        "latency": "wall time to the last chunk of a line (all chunks collected)",
+        "rtf": "sum of synthesis time / sum of audio duration over the lines",
+        "first_audio_long_line": "time to the first chunk of the 264-character line",
+        "first_audio_multi": "median time to the first chunk over multi-sentence lines",
+        "first_audio_all": "median (and p95) time to the first chunk over all lines",
+        "per_line_columns": ["index", "first_audio_s", "total_s", "audio_s", "chunks"],
+        "peak_rss": "highest ru_maxrss of the config's round processes at the end of "
+                    "the timed passes (peak_rss_process_mb: at exit, after the noise-0 "
+                    "pass some configs run for the WER)",
+        "edged_sentence_pause_ms": 0,
+        "piper_threads": "stock = PiperVoice.load (default SessionOptions); N = same "
+                         "session built with intra_op_num_threads=N (instead of replacing "
+                         "voice.session, to avoid two copies of the weights at once)",
+        "wer": "pocketsphinx (bundled en-US model) on round-1 audio, one run per engine; "
+               "noise0 = noise_scale and noise_w 0",
+        "mos": "distillmos 0.9.1 (edged[mos]) predicted MOS of the same audio: mean over "
+               "lines and takes with a 95 % CI; `vs_*`: paired differences per line",
+    }
+
+
+def _rounds(selected: list[Run], paths: dict[str, Path], rounds: int, passes: int,
+            audio_dir: Path, started: float) -> tuple[dict[str, list[dict[str, Any]]],
+                                                      dict[str, list[dict[str, Any]]]]:
+    """Every selected configuration once per round, alternating; round 1 saves the audio."""
+    raws: dict[str, list[dict[str, Any]]] = {r.name: [] for r in selected}
+    colds: dict[str, list[dict[str, Any]]] = {r.name: [] for r in selected}
+    for round_no in range(rounds):
+        for run in selected:
+            print(f"[{time.monotonic() - started:6.1f}s] round {round_no + 1}: {run.name}"
+                  f" (load {_loadavg1()})", flush=True)
+            raws[run.name].append(spawn(run, paths, passes, audio_dir if round_no == 0 else None))
+            if run.critical and round_no == 0:
+                colds[run.name] += [spawn(run, paths, 0, None, cold_only=True)
+                                    for _ in range(COLD_REPEATS)]
+    return raws, colds
+
+
+def _comparisons(results: dict[str, Any]) -> dict[str, Any]:
+    comparisons: dict[str, Any] = {}
+    for run in RUNS:
+        ref = results.get(REFERENCE[run.group])
+        mine = results.get(run.name)
+        if run.engine == "edged" and mine and ref and "error" not in mine and "error" not in ref:
+            comparisons[run.name] = compare(mine, ref)
+    return comparisons
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2,
@@ -348,6 +409,11 @@ def main() -> None:
     parser.add_argument("--mos", metavar="PYTHON",
                         help="predicted MOS with distillmos in this interpreter (a venv holding "
                              "edged[mos]); default: this one when it can import distillmos")
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -368,17 +434,7 @@ def main() -> None:
         workdir = Path(tmp)
         paths, model_info = model_paths(workdir)
         audio_dir = workdir / "audio"
-        raws: dict[str, list[dict[str, Any]]] = {r.name: [] for r in selected}
-        colds: dict[str, list[dict[str, Any]]] = {r.name: [] for r in selected}
-        for round_no in range(args.rounds):
-            for run in selected:
-                print(f"[{time.monotonic() - started:6.1f}s] round {round_no + 1}: {run.name}"
-                      f" (load {_loadavg1()})", flush=True)
-                raws[run.name].append(spawn(run, paths, args.passes,
-                                            audio_dir if round_no == 0 else None))
-                if run.critical and round_no == 0:
-                    colds[run.name] += [spawn(run, paths, 0, None, cold_only=True)
-                                        for _ in range(COLD_REPEATS)]
+        raws, colds = _rounds(selected, paths, args.rounds, args.passes, audio_dir, started)
         for run in selected:
             results[run.name] = summarize(run, raws[run.name], colds[run.name], multi,
                                           long_index)
@@ -394,12 +450,7 @@ def main() -> None:
             print(f"[{time.monotonic() - started:6.1f}s] predicted MOS ...", flush=True)
             mos_figures.update(mos_scores(audio_dir, wer_labels, args.mos))
 
-    comparisons: dict[str, Any] = {}
-    for run in RUNS:
-        ref = results.get(REFERENCE[run.group])
-        mine = results.get(run.name)
-        if run.engine == "edged" and mine and ref and "error" not in mine and "error" not in ref:
-            comparisons[run.name] = compare(mine, ref)
+    comparisons = _comparisons(results)
     data = {
         "benchmark": "synth",
         "machine": machine,
@@ -411,36 +462,7 @@ def main() -> None:
             "long_line": {"index": long_index, "chars": len(texts[long_index]),
                           "sentences": sentence_count(texts[long_index])},
         },
-        "method": {
-            "rounds": args.rounds,
-            "passes_per_process": args.passes,
-            "cpu_per_audio": "process CPU time (all threads) / audio duration: robust to "
-                             "other load on the machine, but counts spinning pool threads",
-            "process_per_config": True,
-            "per_line": "of the timed passes of all rounds, the one with the lowest time per "
-                        "audio second, and the earliest first chunk of any pass (fastest of "
-                        "N: least disturbed by other load)",
-            "cold_start": "fastest of the rounds' processes (+ "
-                          f"{COLD_REPEATS} cold-only process for critical configs): spawn of a "
-                          "fresh python worker -> first chunk of corpus line 1",
-            "latency": "wall time to the last chunk of a line (all chunks collected)",
-            "rtf": "sum of synthesis time / sum of audio duration over the lines",
-            "first_audio_long_line": "time to the first chunk of the 264-character line",
-            "first_audio_multi": "median time to the first chunk over multi-sentence lines",
-            "first_audio_all": "median (and p95) time to the first chunk over all lines",
-            "per_line_columns": ["index", "first_audio_s", "total_s", "audio_s", "chunks"],
-            "peak_rss": "highest ru_maxrss of the config's round processes at the end of "
-                        "the timed passes (peak_rss_process_mb: at exit, after the noise-0 "
-                        "pass some configs run for the WER)",
-            "edged_sentence_pause_ms": 0,
-            "piper_threads": "stock = PiperVoice.load (default SessionOptions); N = same "
-                             "session built with intra_op_num_threads=N (instead of replacing "
-                             "voice.session, to avoid two copies of the weights at once)",
-            "wer": "pocketsphinx (bundled en-US model) on round-1 audio, one run per engine; "
-                   "noise0 = noise_scale and noise_w 0",
-            "mos": "distillmos 0.9.1 (edged[mos]) predicted MOS of the same audio: mean over "
-                   "lines and takes with a 95 % CI; `vs_*`: paired differences per line",
-        },
+        "method": _method(args.rounds, args.passes),
         "targets": TARGETS,
         "runs": results,
         "comparisons": comparisons,

@@ -103,10 +103,8 @@ def _vits_graph(multi_speaker: bool, global_norm: bool, flow: str = "") -> onnx.
     """Piper's export layout in miniature: an encoder makes the latent z [1, C, frames] (one frame
     per phoneme id), and `/dec/...` nodes turn z into audio with convolutions (a receptive field
     of a few frames) and a 4x upsampling. With `global_norm` the decoder divides by the mean over
-    the whole sentence, so it cannot be run on windows. With `flow`, z is made by `/flow/` nodes
-    from z_p (`/Add`) and a mask of ones (`/Cast_2`), as Piper's flow: a residual convolution
-    (a receptive field of 4 frames either side), times the mask; `flow="global"` also subtracts
-    the mean over the whole piece (as a flow quantized per tensor depends on all of it)."""
+    the whole sentence, so it cannot be run on windows. With `flow` ("local" or "global"), z is
+    made by `/flow/` nodes (see _flow_nodes)."""
     rng = np.random.default_rng(7)
     c = _VITS_CHANNELS
 
@@ -137,26 +135,7 @@ def _vits_graph(multi_speaker: bool, global_norm: bool, flow: str = "") -> onnx.
         inits += [weights("flow.conv.weight", c, c, 9),
                   numpy_helper.from_array(np.array([0], dtype=np.int64), "zero_axis"),
                   numpy_helper.from_array(np.array([1], dtype=np.int64), "one_axis")]
-        nodes += [
-            helper.make_node("Mul", ["emb_t", "length_scale"], ["z_p"], name="/Add"),
-            helper.make_node("Slice", ["emb_t", "zero_axis", "one_axis", "one_axis"], ["first_ch"],
-                             name="/Slice_mask"),
-            helper.make_node("Sigmoid", ["first_ch"], ["mask_half"], name="/Sigmoid_mask"),
-            helper.make_node("Ceil", ["mask_half"], ["y_mask"], name="/Cast_2"),  # ones
-            helper.make_node("Conv", ["z_p", "flow.conv.weight"], ["flow_conv"], pads=[4, 4],
-                             name="/flow/conv/Conv"),
-            helper.make_node("Mul", ["flow_conv", "y_mask"], ["flow_masked"], name="/flow/Mul"),
-            helper.make_node("Add", ["flow_masked", "z_p"], ["flow_sum"], name="/flow/Add"),
-        ]
-        if flow == "global":
-            nodes += [helper.make_node("ReduceMean", ["flow_sum"], ["flow_mean"], axes=[2],
-                                       keepdims=1, name="/flow/ReduceMean"),
-                      helper.make_node("Sub", ["flow_sum", "flow_mean"], ["flow_out"],
-                                       name="/flow/Sub")]
-        else:
-            nodes.append(helper.make_node("Identity", ["flow_sum"], ["flow_out"],
-                                          name="/flow/Identity"))
-        nodes.append(helper.make_node("Mul", ["flow_out", "y_mask"], ["z"], name="/Mul_7"))
+        nodes += _flow_nodes(flow)
     else:
         nodes.append(helper.make_node("Mul", ["emb_t", "length_scale"], ["z"], name="/Mul_7"))
     nodes.append(helper.make_node("Conv", ["z", "dec.conv_pre.weight"], ["pre"], pads=[2, 2],
@@ -180,6 +159,32 @@ def _vits_graph(multi_speaker: bool, global_norm: bool, flow: str = "") -> onnx.
         ]
         last = "centred"
     return _vits_model(nodes + _decoder_tail(last), inputs, inits)
+
+
+def _flow_nodes(kind: str) -> list[onnx.NodeProto]:
+    """z from z_p = emb_t x length_scale (`/Add`) and a mask of ones (`/Cast_2`) through `/flow/`
+    nodes: a residual convolution of kernel 9 (a receptive field of 4 frames either side) times
+    the mask, and for "global" minus the mean over the whole piece (as a flow quantized per
+    tensor depends on all of it); then z = flow x mask (`/Mul_7`), as in Piper's export."""
+    nodes = [
+        helper.make_node("Mul", ["emb_t", "length_scale"], ["z_p"], name="/Add"),
+        helper.make_node("Slice", ["emb_t", "zero_axis", "one_axis", "one_axis"], ["first_ch"],
+                         name="/Slice_mask"),
+        helper.make_node("Sigmoid", ["first_ch"], ["mask_half"], name="/Sigmoid_mask"),
+        helper.make_node("Ceil", ["mask_half"], ["y_mask"], name="/Cast_2"),  # ones
+        helper.make_node("Conv", ["z_p", "flow.conv.weight"], ["flow_conv"], pads=[4, 4],
+                         name="/flow/conv/Conv"),
+        helper.make_node("Mul", ["flow_conv", "y_mask"], ["flow_masked"], name="/flow/Mul"),
+        helper.make_node("Add", ["flow_masked", "z_p"], ["flow_sum"], name="/flow/Add"),
+    ]
+    if kind == "global":
+        nodes += [helper.make_node("ReduceMean", ["flow_sum"], ["flow_mean"], axes=[2],
+                                   keepdims=1, name="/flow/ReduceMean"),
+                  helper.make_node("Sub", ["flow_sum", "flow_mean"], ["flow_out"], name="/flow/Sub")]
+    else:
+        nodes.append(helper.make_node("Identity", ["flow_sum"], ["flow_out"], name="/flow/Identity"))
+    nodes.append(helper.make_node("Mul", ["flow_out", "y_mask"], ["z"], name="/Mul_7"))
+    return nodes
 
 
 def _decoder_tail(last: str) -> list[onnx.NodeProto]:
