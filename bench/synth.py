@@ -421,14 +421,14 @@ def main() -> None:
     texts = [t for t in CORPUS.read_text(encoding="utf-8").splitlines() if t.strip()]
     multi = [i for i, t in enumerate(texts) if sentence_count(t) > 1]
     long_index = max(range(len(texts)), key=lambda i: len(texts[i]))
-    only = set(args.only.split(",")) if args.only else None
-    if only and (unknown := only - {r.name for r in RUNS}):
+    if (only := set(args.only.split(",")) if args.only else None) and (
+            unknown := only - {r.name for r in RUNS}):
         parser.error(f"unknown config(s) {sorted(unknown)}; known: {[r.name for r in RUNS]}")
     previous_path = RESULTS_DIR / "synth.json"
     previous = json.loads(previous_path.read_text()) if only and previous_path.exists() else {}
 
-    known = {r.name for r in RUNS}
-    results: dict[str, Any] = {k: v for k, v in previous.get("runs", {}).items() if k in known}
+    results: dict[str, Any] = {k: v for k, v in previous.get("runs", {}).items()
+                               if k in {r.name for r in RUNS}}
     selected = [r for r in RUNS if not only or r.name in only]
     with tempfile.TemporaryDirectory(prefix="edged-bench-") as tmp:
         workdir = Path(tmp)
