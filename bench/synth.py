@@ -415,7 +415,6 @@ def _parser() -> argparse.ArgumentParser:
 def main() -> None:
     parser = _parser()
     args = parser.parse_args()
-
     started = time.monotonic()
     machine = machine_info(("onnxruntime", "numpy", "piper-tts", "pocketsphinx", "edged"))
     texts = [t for t in CORPUS.read_text(encoding="utf-8").splitlines() if t.strip()]
@@ -426,7 +425,6 @@ def main() -> None:
         parser.error(f"unknown config(s) {sorted(unknown)}; known: {[r.name for r in RUNS]}")
     previous_path = RESULTS_DIR / "synth.json"
     previous = json.loads(previous_path.read_text()) if only and previous_path.exists() else {}
-
     results: dict[str, Any] = {k: v for k, v in previous.get("runs", {}).items()
                                if k in {r.name for r in RUNS}}
     selected = [r for r in RUNS if not only or r.name in only]
