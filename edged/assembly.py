@@ -11,7 +11,6 @@ requests and events; nothing else constructs the parts.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -27,14 +26,17 @@ from .donelog import DoneLog
 from .homeassistant import HomeAssistantBridge
 from .mqtt import MqttLink
 from .net import NetLoop, Server
+from .net.listen import bind, url_of
 from .playback import Player, PlayerError
-from .synthesis import Scheduler, SchedulerStopped, Speech, auto_workers
-from .voice import Voice, VoicePool, default_settings, inference_threads, load_voice
+from .synthesis import Scheduler, SchedulerStopped, Speech, synthesis_workers
+from .voice import Voice, VoicePool, default_settings, load_voice
 from .voice.backend import VoiceBackend
-from .wyoming import WyomingError, WyomingServer, list_voices
 
 _LOGGER = logging.getLogger(__name__)
 WARM_SOURCE: Final = "warm"
+WYOMING_SOURCE: Final = "wyoming"
+"""The Wyoming server's source at the scheduler (`WyomingServer.name`; its module is imported
+only when it is on)."""
 """The background warming of pinned phrases, a source of the synthesis scheduler."""
 
 
@@ -53,19 +55,35 @@ class App:
     phrases: list[str]
     net: NetLoop | None = None
     """The network servers' loop, when any server is configured."""
+    later: Callable[[], Server] | None = None
+    """Makes the HTTP server (its socket is bound already): its imports, aiohttp's, cost
+    0.1-0.15 s, so `edged run` makes it right after READY (docs/startup.md)."""
 
-    def start(self) -> None:
-        """StartError when a network server cannot start (everything started is stopped)."""
+    def start(self, *, defer: bool = False) -> None:
+        """Start everything; with `defer`, all but what `later` makes (`start_later`, after
+        READY). StartError when a network server cannot start (everything is stopped)."""
         self.speech.scheduler.start()
         self.daemon.start()
         if self.net is not None:
-            try:
-                self.net.start()
-            except WyomingError as err:
-                self.stop()
-                raise StartError(str(err)) from None
+            self._start_servers(self.net.start)
         if self.phrases:
             threading.Thread(target=self._warm, name="edged-warm", daemon=True).start()
+        if not defer:
+            self.start_later()
+
+    def start_later(self) -> None:
+        """The servers whose imports wait until the daemon is ready (HTTP)."""
+        if self.later is not None and self.net is not None:
+            make, self.later = self.later, None
+            net = self.net
+            self._start_servers(lambda: net.start_server(make()))
+
+    def _start_servers(self, start: Callable[[], object]) -> None:
+        try:
+            start()
+        except Exception as err:  # a server that cannot listen or start: one line, all stopped
+            self.stop()
+            raise StartError(str(err)) from None
 
     def stop(self) -> None:
         if self.net is not None:
@@ -96,11 +114,10 @@ def assemble(config: Config, status: Callable[[str], None]) -> App:
     phrases = expand_phrases(config.cache.phrases, config.cache.max_expansions)
     status("loading voice")
     voice = _warmed_up(config, load_voice(config, status=status))
-    workers = config.limits.synthesis_workers or auto_workers(
-        os.cpu_count() or 1, inference_threads(config), config.limits.memory_mb)
+    workers = synthesis_workers(config)
     sources = {"mqtt": 1, WARM_SOURCE: 1, "http": config.http.max_streams}
     if config.wyoming.enabled:  # one synthesis stream per connection at most
-        sources[WyomingServer.name] = config.wyoming.max_connections
+        sources[WYOMING_SOURCE] = config.wyoming.max_connections
     scheduler = Scheduler(workers, sources)
     pool = VoicePool(config, default=voice)
     speech = Speech(config, pool, PhraseCache(config.cache), scheduler)
@@ -113,22 +130,24 @@ def assemble(config: Config, status: Callable[[str], None]) -> App:
     HomeAssistantBridge(config, daemon, pool.choices).attach()
     servers: list[Server] = []  # the network servers (Wyoming, HTTP) join here
     if config.wyoming.enabled:
+        from .wyoming import WyomingServer, list_voices  # the wyoming library: only when on
+
         paths = {voice.name: voice.onnx_path} if isinstance(voice, Voice) else {}
         listings = list_voices(config, pool.listed, paths)
         servers.append(WyomingServer(config, speech, listings, settings))
-    servers += _http_server(config, daemon, speech)
-    return App(config, daemon, speech, player, phrases, NetLoop(servers) if servers else None)
+    later = _http_server(config, daemon, speech)
+    net = NetLoop(servers) if servers or later else None
+    return App(config, daemon, speech, player, phrases, net, later)
 
 
-def _http_server(config: Config, daemon: Daemon, speech: Speech) -> list[Server]:
-    """The HTTP server when it is on and its port can be had. A port in use is fatal only when
-    `http.enabled` was set explicitly: daemons that never asked for it must not fight over it."""
+def _http_server(config: Config, daemon: Daemon, speech: Speech) -> Callable[[], Server] | None:
+    """What makes the HTTP server, when it is on and its port can be had (bound here, served
+    when made). A port in use is fatal only when `http.enabled` was set explicitly: daemons that
+    never asked for it must not fight over it."""
     if not config.http.enabled:
-        return []
-    from .http import HttpServer, bind  # aiohttp is imported only when HTTP is on
-
+        return None
     try:
-        sock = bind(config.http)
+        sock = bind(config.http.host, config.http.port)
     except OSError as err:
         where = f"{config.http.host}:{config.http.port}"
         reason = f"cannot listen on {where}: {err.strerror or err}"
@@ -137,10 +156,15 @@ def _http_server(config: Config, daemon: Daemon, speech: Speech) -> list[Server]
         _LOGGER.warning("http: %s; running without HTTP (set http.port, or http.enabled: false)",
                         reason)
         daemon.report("http", {"state": "off", "error": reason})
-        return []
-    server = HttpServer(config, daemon, speech, sock)
-    daemon.report("http", {"state": "listening", "url": server.url})
-    return [server]
+        return None
+    daemon.report("http", {"state": "listening", "url": url_of(sock)})
+
+    def make() -> Server:
+        from .http import HttpServer  # aiohttp: imported only when HTTP is on
+
+        return HttpServer(config, daemon, speech, sock)
+
+    return make
 
 
 def _warmed_up(config: Config, voice: VoiceBackend) -> VoiceBackend:

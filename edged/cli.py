@@ -9,7 +9,7 @@ import typing
 from collections.abc import Sequence
 
 from . import __version__
-from .commands import COMMANDS, CommandError
+from .commands import COMMANDS, CommandError, command_modules
 from .commands.common import one_line
 from .config import ConfigError
 from .voice import VoiceError
@@ -23,20 +23,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"edged: {one_line(message)} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or with `argv` naming one, of that command only (its module
+    alone is imported: a start imports what it needs, not what the other commands do)."""
     parser = _Parser(
         prog="edged", description="Offline speech announcements: MQTT in, neural speech out."
     )
     parser.add_argument("--version", action="version", version=f"edged {__version__}")
     parser.add_argument("--debug", action="store_true", help="log debug messages to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMANDS:
+    chosen = next((a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")),
+                  None)
+    for module in command_modules(chosen if chosen in COMMANDS else None):
         module.add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,

@@ -11,6 +11,7 @@ import time
 
 _LOGGER = logging.getLogger(__name__)
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 
 
 def rss_mb() -> float:
@@ -37,6 +38,16 @@ def release_freed_memory() -> None:
     libc = _libc()
     if libc is not None and hasattr(libc, "malloc_trim"):
         libc.malloc_trim(0)
+
+
+def map_large_allocations(threshold_bytes: int = 128 << 10) -> None:
+    """Blocks above `threshold_bytes` get a mapping of their own, unmapped when freed. glibc
+    otherwise raises its threshold each time such a block is freed and keeps later ones in the
+    heap: a process that makes and drops ONNX sessions (the preparing child) then cannot tell
+    what one session costs from its resident set."""
+    libc = _libc()
+    if libc is not None and hasattr(libc, "mallopt"):
+        libc.mallopt(_M_MMAP_THRESHOLD, threshold_bytes)
 
 
 class MemoryGuard:

@@ -99,11 +99,12 @@ VITS_HOP = 4
 _VITS_CHANNELS = 8
 
 
-def _vits_graph(multi_speaker: bool, global_norm: bool) -> onnx.ModelProto:
+def _vits_graph(multi_speaker: bool, global_norm: bool, flow: str = "") -> onnx.ModelProto:
     """Piper's export layout in miniature: an encoder makes the latent z [1, C, frames] (one frame
     per phoneme id), and `/dec/...` nodes turn z into audio with convolutions (a receptive field
     of a few frames) and a 4x upsampling. With `global_norm` the decoder divides by the mean over
-    the whole sentence, so it cannot be run on windows."""
+    the whole sentence, so it cannot be run on windows. With `flow` ("local" or "global"), z is
+    made by `/flow/` nodes (see _flow_nodes)."""
     rng = np.random.default_rng(7)
     c = _VITS_CHANNELS
 
@@ -129,10 +130,16 @@ def _vits_graph(multi_speaker: bool, global_norm: bool) -> onnx.ModelProto:
         helper.make_node("Gather", ["enc_p.emb.weight", "input"], ["emb"], name="/enc_p/emb/Gather"),
         helper.make_node("Transpose", ["emb"], ["emb_t"], perm=[0, 2, 1], name="/enc_p/Transpose"),
         helper.make_node("Gather", ["scales", "one"], ["length_scale"], axis=0, name="/Gather_1"),
-        helper.make_node("Mul", ["emb_t", "length_scale"], ["z"], name="/Mul_7"),
-        helper.make_node("Conv", ["z", "dec.conv_pre.weight"], ["pre"], pads=[2, 2],
-                         name="/dec/conv_pre/Conv"),
     ]
+    if flow:
+        inits += [weights("flow.conv.weight", c, c, 9),
+                  numpy_helper.from_array(np.array([0], dtype=np.int64), "zero_axis"),
+                  numpy_helper.from_array(np.array([1], dtype=np.int64), "one_axis")]
+        nodes += _flow_nodes(flow)
+    else:
+        nodes.append(helper.make_node("Mul", ["emb_t", "length_scale"], ["z"], name="/Mul_7"))
+    nodes.append(helper.make_node("Conv", ["z", "dec.conv_pre.weight"], ["pre"], pads=[2, 2],
+                                  name="/dec/conv_pre/Conv"))
     last = "pre"
     if multi_speaker:
         inputs.append(helper.make_tensor_value_info("sid", TensorProto.INT64, [1]))
@@ -152,6 +159,32 @@ def _vits_graph(multi_speaker: bool, global_norm: bool) -> onnx.ModelProto:
         ]
         last = "centred"
     return _vits_model(nodes + _decoder_tail(last), inputs, inits)
+
+
+def _flow_nodes(kind: str) -> list[onnx.NodeProto]:
+    """z from z_p = emb_t x length_scale (`/Add`) and a mask of ones (`/Cast_2`) through `/flow/`
+    nodes: a residual convolution of kernel 9 (a receptive field of 4 frames either side) times
+    the mask, and for "global" minus the mean over the whole piece (as a flow quantized per
+    tensor depends on all of it); then z = flow x mask (`/Mul_7`), as in Piper's export."""
+    nodes = [
+        helper.make_node("Mul", ["emb_t", "length_scale"], ["z_p"], name="/Add"),
+        helper.make_node("Slice", ["emb_t", "zero_axis", "one_axis", "one_axis"], ["first_ch"],
+                         name="/Slice_mask"),
+        helper.make_node("Sigmoid", ["first_ch"], ["mask_half"], name="/Sigmoid_mask"),
+        helper.make_node("Ceil", ["mask_half"], ["y_mask"], name="/Cast_2"),  # ones
+        helper.make_node("Conv", ["z_p", "flow.conv.weight"], ["flow_conv"], pads=[4, 4],
+                         name="/flow/conv/Conv"),
+        helper.make_node("Mul", ["flow_conv", "y_mask"], ["flow_masked"], name="/flow/Mul"),
+        helper.make_node("Add", ["flow_masked", "z_p"], ["flow_sum"], name="/flow/Add"),
+    ]
+    if kind == "global":
+        nodes += [helper.make_node("ReduceMean", ["flow_sum"], ["flow_mean"], axes=[2],
+                                   keepdims=1, name="/flow/ReduceMean"),
+                  helper.make_node("Sub", ["flow_sum", "flow_mean"], ["flow_out"], name="/flow/Sub")]
+    else:
+        nodes.append(helper.make_node("Identity", ["flow_sum"], ["flow_out"], name="/flow/Identity"))
+    nodes.append(helper.make_node("Mul", ["flow_out", "y_mask"], ["z"], name="/Mul_7"))
+    return nodes
 
 
 def _decoder_tail(last: str) -> list[onnx.NodeProto]:
@@ -178,9 +211,10 @@ def _vits_model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
 
 
 def make_tiny_vits_voice(onnx_path: Path, speakers: dict[str, int] | None = None,
-                         global_norm: bool = False) -> Path:
-    """Write a tiny VITS-shaped voice (`onnx_path` + `.json`); returns onnx_path."""
+                         global_norm: bool = False, flow: str = "") -> Path:
+    """Write a tiny VITS-shaped voice (`onnx_path` + `.json`); returns onnx_path. `flow`: "" (z
+    made by the encoder), "local" or "global" (see _vits_graph)."""
     onnx_path = Path(onnx_path)
     make_tiny_voice(onnx_path, speakers)  # the .json (and a graph replaced below)
-    onnx.save(_vits_graph(bool(speakers), global_norm), str(onnx_path))
+    onnx.save(_vits_graph(bool(speakers), global_norm, flow), str(onnx_path))
     return onnx_path

@@ -130,3 +130,37 @@ def test_a_cancelled_consumer_frees_its_synthesis_slot(speech: Speech) -> None:
         assert net.call(abandon(), _TIMEOUT_S) == 0
     finally:
         net.stop()
+
+
+def test_network_streams_get_the_short_first_window_and_parallel_windows(tmp_path: Path) -> None:
+    """HTTP and Wyoming reach speech through open_speech: with a prepared voice their first
+    chunk is the short first window, and through two workers the chunks join to the audio the
+    voice makes alone."""
+    from make_tiny_voice import VITS_HOP, make_tiny_vits_voice
+
+    from edged.voice.hashes import file_sha256
+    from edged.voice.prepared import ensure_prepared
+    from edged.voice.windows import FIRST_WINDOW_FRAMES
+
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx", flow="local")
+    config = parse_config({"voice": {"name": str(onnx_path)}, "cache": {"dir": "c"}}, tmp_path)
+    prepared = ensure_prepared(onnx_path, file_sha256(onnx_path), tmp_path / "c")
+    voice = Voice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
+    scheduler = Scheduler(2, {"net": 1})
+    scheduler.start()
+    speech = Speech(config, VoicePool(config, default=voice), PhraseCache(config.cache), scheduler)
+    net = NetLoop([])
+    net.start()
+    text = "The quick brown fox jumps over the lazy dog, and then it runs into the woods."
+
+    async def speak() -> list[int]:
+        stream = await open_speech(speech, text, rank=2, source="net")
+        return [len(chunk.samples) async for chunk in chunks(stream)]
+
+    try:
+        sizes = net.call(speak(), _TIMEOUT_S)
+    finally:
+        net.stop()
+        scheduler.stop()
+    assert sizes[0] == FIRST_WINDOW_FRAMES * VITS_HOP and len(sizes) > 2
+    assert sum(sizes) == len(voice.synthesize(text).samples)

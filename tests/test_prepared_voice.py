@@ -17,14 +17,23 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from make_tiny_voice import VITS_HOP, make_tiny_vits_voice, make_tiny_voice
 
 from edged.config import parse_config
+from edged.synthesis import Scheduler
 from edged.voice import Voice, load_voice
 from edged.voice.hashes import file_sha256
-from edged.voice.onnx import DECODE_WINDOW_FRAMES, FIRST_WINDOW_FRAMES, window_bounds
 from edged.voice.prepared import PreparedModel, ensure_prepared, prepared_folder, read_prepared
 from edged.voice.split import NotSplittable, split_piper_graph
+from edged.voice.windows import (
+    DECODE_WINDOW_FRAMES,
+    FIRST_WINDOW_FRAMES,
+    MAX_WINDOW_FRAMES,
+    largest_window,
+    window_bounds,
+)
 
 # Long enough for several decoder windows in one piece (one latent frame per phoneme id here).
 LONG = ("The quick brown fox jumps over the lazy dog, and then it runs away into the woods "
@@ -214,13 +223,16 @@ def test_default_voice_prepared_through_the_config(tmp_path: Path, default_voice
     from asr import corpus_lines
 
     longest = max(corpus_lines()[0], key=len)
-    config = parse_config({"voice": {"name": str(default_voice_path)}, "cache": {"dir": "cache"}}, tmp_path)
+    config = parse_config({"voice": {"name": str(default_voice_path), "precision": "float32"},
+                           "cache": {"dir": "cache"}}, tmp_path)
     voice = load_voice(config)
     folders = list((tmp_path / "cache" / "models").iterdir())
     assert len(folders) == 1
     manifest = json.loads((folders[0] / "manifest.json").read_text())
     assert manifest["kind"] == "split", manifest.get("note")
     assert manifest["hop"] == 256 and manifest["pad"] <= 32
+    assert 100 < manifest["decoder_kb_per_frame"] < 400  # measured ~220 (32 channels x 256 x ...)
+    assert manifest["flow"]["pad"] == 32  # 4 coupling layers of 4 convolutions of kernel 5
     direct = Voice.load(default_voice_path, threads=voice.threads, max_phonemes=voice.max_phonemes)
     _same_audio(direct, voice, longest, noise_scale=0.0, noise_w=0.0)  # noise off: repeatable
     off = parse_config({"voice": {"name": str(default_voice_path), "prepare": False},
@@ -231,17 +243,20 @@ def test_default_voice_prepared_through_the_config(tmp_path: Path, default_voice
 
 @pytest.mark.voice
 def test_int8_precision_quantizes_all_but_the_decoder(tmp_path: Path, default_voice_path: Path) -> None:
-    """`voice.precision: int8`: a smaller encoder, a float decoder (still windowed), its own
-    folder next to the float32 one, and a fingerprint of its own (the phrase cache must not
-    serve float32 audio for it)."""
-    def config(precision: str) -> object:
-        return parse_config({"voice": {"name": str(default_voice_path), "precision": precision},
+    """`voice.precision: int8`, the default: a smaller encoder, a float decoder (still windowed),
+    its own folder next to the float32 one (one setting away), and a fingerprint of its own (the
+    phrase cache must not serve float32 audio for it)."""
+    def config(precision: str | None) -> object:
+        chosen = {"precision": precision} if precision else {}  # None: the default, INT8
+        return parse_config({"voice": {"name": str(default_voice_path), **chosen},
                              "cache": {"dir": "cache"}}, tmp_path)
 
-    int8 = load_voice(config("int8"))  # type: ignore[arg-type]
+    int8 = load_voice(config(None))  # type: ignore[arg-type]
+    assert int8.precision == "int8"
     folder = next((tmp_path / "cache" / "models").glob("en_US-joe-medium-int8-*"))
     manifest = json.loads((folder / "manifest.json").read_text())
     assert (manifest["precision"], manifest["kind"]) == ("int8", "split")
+    assert manifest["flow"]["pad"] is None  # quantized per tensor: it runs whole
     assert manifest["files"]["encoder.weights"]["size"] < 20e6  # float32: 55.8 MB
     def ops(name: str) -> set[str]:
         return {n.op_type for n in onnx.load(str(folder / name), load_external_data=False).graph.node}
@@ -290,25 +305,114 @@ def test_work_folders_of_dead_preparers_are_removed(tmp_path: Path) -> None:
     assert live.exists()
 
 
-def test_the_first_window_is_short_so_the_first_sound_comes_early(tmp_path: Path) -> None:
+def test_the_first_window_is_short_and_the_next_ones_grow(tmp_path: Path) -> None:
     """An announcement's first chunk is FIRST_WINDOW_FRAMES of latent (the first sound waits for
-    the encoder and one small decoder call); later windows are the usual ones; the whole still
-    sounds as the unwindowed voice."""
+    the encoder and one small decoder call); the next windows double up to the largest the
+    budget allows; the whole still sounds as the unwindowed voice."""
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     prepared = _prepare(onnx_path, tmp_path / "cache")
-    voice = Voice.load(onnx_path, prepared=prepared)
-    chunks = list(voice.stream(LONG))
-    assert len(chunks[0].samples) == FIRST_WINDOW_FRAMES * VITS_HOP
-    assert max(len(c.samples) for c in chunks[1:]) <= DECODE_WINDOW_FRAMES * VITS_HOP
+    voice = Voice.load(onnx_path, prepared=prepared, memory_mb=64)
+    frames = [len(c.samples) // VITS_HOP for c in voice.stream(LONG)]
+    largest = prepared.largest_window(1, 64)
+    first_piece = len(voice._ids(voice.pieces(LONG)[0].text))  # one latent frame per id here
+    grown = [b - a for a, b in window_bounds(first_piece, largest, FIRST_WINDOW_FRAMES)]
+    assert frames[:len(grown)] == grown and grown[0] == FIRST_WINDOW_FRAMES < grown[1]
+    assert max(frames) <= largest
     _same_audio(Voice.load(onnx_path), voice, LONG)
 
 
-@pytest.mark.parametrize(("frames", "first", "bounds"), [
-    (200, 24, [(0, 24), (24, 112), (112, 200)]),
-    (20, 24, [(0, 20)]),
-    (200, 0, [(0, 67), (67, 133), (133, 200)]),
+def test_windows_decoded_on_two_workers_equal_the_sequential_decode(tmp_path: Path) -> None:
+    """Through the scheduler with two workers (windows and the next piece's encoder on both), the
+    chunks come in order and join to exactly the audio made on one thread, pauses included."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    prepared = _prepare(onnx_path, tmp_path / "cache")
+    voice = Voice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
+    text = f"{LONG} {LONG} {LONG}"
+    alone = [c.samples for c in voice.stream(text)]
+    scheduler = Scheduler(2, {"t": 1})
+    scheduler.start()
+    try:
+        for _ in range(3):
+            with scheduler.submit(voice.stream(text), rank=2, source="t") as stream:
+                together = [c.samples for c in stream]
+            assert [len(c) for c in together] == [len(c) for c in alone]
+            assert np.array_equal(np.concatenate(together), np.concatenate(alone))
+    finally:
+        scheduler.stop()
+
+
+def test_a_flow_apart_gives_the_first_window_from_its_own_frames(tmp_path: Path) -> None:
+    """A voice whose flow can be split off: preparing measures its context (receptive field 4:
+    8 frames), the first window is made from the flow of its own frames while the rest of the
+    flow runs on another worker, and the voice sounds as the .onnx loaded as it is, on one
+    thread and through the scheduler with two workers."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "flow.onnx", flow="local")
+    prepared = _prepare(onnx_path, tmp_path / "cache")
+    assert prepared.flow is not None and prepared.flow.pad == 8
+    assert "flow.onnx" in {p.name for p in prepared.folder.iterdir()}
+    voice = Voice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
+    direct = _same_audio(Voice.load(onnx_path), voice, LONG)
+    assert len(next(voice.stream(LONG)).samples) == FIRST_WINDOW_FRAMES * VITS_HOP
+    scheduler = Scheduler(2, {"t": 1})
+    scheduler.start()
+    try:
+        with scheduler.submit(voice.stream(LONG), rank=2, source="t") as stream:
+            together = np.concatenate([c.samples for c in stream])
+    finally:
+        scheduler.stop()
+    assert np.array_equal(together, direct)
+
+
+def test_a_flow_that_needs_the_whole_piece_runs_whole(tmp_path: Path) -> None:
+    """A flow whose windows differ from the whole (as an INT8 flow's do: its activations are
+    quantized with the whole tensor's scale) is kept apart but never windowed; same audio."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "global.onnx", flow="global")
+    prepared = _prepare(onnx_path, tmp_path / "cache")
+    assert prepared.kind == "split" and prepared.flow is not None and prepared.flow.pad is None
+    manifest = json.loads((prepared.folder / "manifest.json").read_text())
+    assert "runs whole" in manifest["flow"]["note"]
+    _same_audio(Voice.load(onnx_path), Voice.load(onnx_path, prepared=prepared), LONG)
+
+
+@pytest.mark.parametrize(("frames", "largest", "first", "sizes"), [
+    (236, 96, 24, [24, 48, 82, 82]),     # grown to the largest, the rest in equal windows
+    (236, 192, 24, [24, 48, 164]),       # a tail under half the next window joins the last
+    (300, 384, 24, [24, 48, 96, 132]),
+    (20, 96, 24, [20]),                  # shorter than the first window
+    (60, 96, 24, [24, 36]),
+    (200, 96, 0, [67, 66, 67]),          # later pieces: the fewest equal windows
+    (96, 96, 0, [96]),
 ])
-def test_window_bounds_cover_every_frame_once(frames: int, first: int,
-                                              bounds: list[tuple[int, int]]) -> None:
-    """A short first window when asked, then the fewest equal windows of at most 96 frames."""
-    assert window_bounds(frames, DECODE_WINDOW_FRAMES, first) == bounds
+def test_window_bounds_grow_from_the_first(frames: int, largest: int, first: int,
+                                           sizes: list[int]) -> None:
+    """A short first window when asked, then doubling up to `largest`, no short tail."""
+    bounds = window_bounds(frames, largest, first)
+    assert [b - a for a, b in bounds] == sizes
+    assert bounds[0][0] == 0 and bounds[-1][1] == frames
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+
+
+@given(frames=st.integers(1, 3000), largest=st.integers(48, MAX_WINDOW_FRAMES),
+       first=st.sampled_from([0, 16, FIRST_WINDOW_FRAMES, 32]))
+def test_window_bounds_cover_every_frame_once_within_the_largest(frames: int, largest: int,
+                                                                 first: int) -> None:
+    """Every frame in exactly one window, none over `largest`, the first as asked, and each
+    window at most four times the one before (doubling, and a short tail joined)."""
+    sizes = [b - a for a, b in window_bounds(frames, largest, first)]
+    assert sum(sizes) == frames and min(sizes) > 0 and max(sizes) <= largest
+    if first and frames > first:
+        assert sizes[0] == first
+        assert all(b <= 4 * a for a, b in zip(sizes, sizes[1:], strict=False))
+
+
+def test_largest_window_follows_the_budget_and_the_lanes() -> None:
+    """The windows being decoded at once fit DECODER_SHARE of limits.memory_mb: more lanes or a
+    smaller budget, smaller windows, within [2 x first window, MAX_WINDOW_FRAMES]; unmeasured:
+    the default size."""
+    default_voice = 190.0  # KB per frame, as measured for en_US-joe-medium
+    assert largest_window(400, 2, default_voice, 12) == 110
+    assert largest_window(400, 1, default_voice, 12) > largest_window(400, 2, default_voice, 12)
+    assert largest_window(800, 2, default_voice, 12) > largest_window(400, 2, default_voice, 12)
+    assert largest_window(64, 4, default_voice, 12) == 2 * FIRST_WINDOW_FRAMES
+    assert largest_window(65536, 1, default_voice, 12) == MAX_WINDOW_FRAMES
+    assert largest_window(400, 2, 0.0, 12) == DECODE_WINDOW_FRAMES

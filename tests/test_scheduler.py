@@ -8,8 +8,11 @@ through the scheduler for real in test_voice.py and every daemon test.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -171,3 +174,25 @@ def test_workers_follow_cores_and_memory(cores: int, threads: int, memory_mb: in
                                          workers: int) -> None:
     """One worker per `voice.threads` cores, at most one per 200 MB of the budget, at least one."""
     assert auto_workers(cores, threads, memory_mb) == workers
+
+
+@pytest.mark.parametrize(("options", "most"), [
+    ({}, 2),                                                  # 400 MB: two lanes
+    ({"limits": {"memory_mb": 800}}, 4),                      # a Pi 4 given 800 MB: four
+    ({"limits": {"memory_mb": 300}}, 1),                      # one window at a time
+    ({"voice": {"parallel_windows": 1}}, 1),                  # the earlier arrangement
+    ({"limits": {"memory_mb": 800, "synthesis_workers": 3}}, 3),
+])
+def test_window_lanes_follow_cores_memory_and_settings(tmp_path: Path, options: dict[str, Any],
+                                                       most: int) -> None:
+    """Windows decoded at once: the usable cores, at most voice.parallel_windows, one per 200 MB
+    of the budget and the workers when set; the scheduler gets one worker per lane by default."""
+    from edged.config import parse_config
+    from edged.synthesis import synthesis_workers
+    from edged.voice.load import window_lanes
+
+    config = parse_config(options, tmp_path)
+    lanes = window_lanes(config)
+    assert lanes == max(1, min(len(os.sched_getaffinity(0)), most))
+    if lanes > 1:  # one worker per lane, unless set
+        assert synthesis_workers(config) == (config.limits.synthesis_workers or lanes)

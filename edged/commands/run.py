@@ -97,12 +97,17 @@ def serve(config: Config, output: Output | None = None) -> bool:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, on_signal)
     try:
-        app.start()
+        app.start(defer=True)
     except StartError as err:  # a network server that cannot listen (its port is taken, ...)
         raise CommandError(str(err)) from None
     notifier.ready("idle")
-    notifier.start_watchdog(lambda: app.daemon.heartbeat, config.limits.heartbeat_max_age_s)
     _LOGGER.info("edged %s ready: send text to %s", config.device_id, app.daemon.link.topics.say)
+    notifier.start_watchdog(lambda: app.daemon.heartbeat, config.limits.heartbeat_max_age_s)
+    try:
+        app.start_later()  # the HTTP server: its imports cost more than the rest of a start
+    except StartError as err:  # everything was stopped
+        notifier.stopping()
+        raise CommandError(str(err)) from None
     reload = False
     while not reload:
         wake.wait()

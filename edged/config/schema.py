@@ -27,18 +27,25 @@ class VoiceConfig:
     noise_scale: float | None = opt(None, min=0.0, max=2.0)
     noise_w: float | None = opt(None, min=0.0, max=2.0)
     threads: int = opt(0, min=0, max=16)
-    """ONNX Runtime intra-op threads per inference; 0: two on a multi-core CPU, else one
-    (measured on 2 cores: RTF 0.069 with 2 threads vs 0.100 with 1, +24 % CPU)."""
+    """ONNX Runtime intra-op threads per inference (the encoder's; the decoder's too when
+    `parallel_windows` is 1); 0: two on a multi-core CPU, else one (measured on 2 cores: RTF
+    0.069 with 2 threads vs 0.100 with 1, +24 % CPU)."""
+    parallel_windows: int = opt(4, min=1, max=16)
+    """Decoder windows of a prepared voice decoded at once, each on one core with one intra-op
+    thread (fewer threads that wait on each other: less CPU per second of speech): the usable
+    cores, at most this. 1: one window at a time on `threads` threads."""
     max_phonemes: int = opt(100, min=20, max=5000)
     """Longest phoneme sequence one inference may get; longer sentences are split at clauses.
     Unprepared (`prepare: false`) it bounds activation memory: 100 cut peak RSS by 23-34 MB against
     400, at no WER cost. Prepared, the decoder runs in windows anyway (400 vs 100: +3 MB)."""
     sentence_pause_ms: int = opt(200, min=0, max=5000)
     """Silence between sentences."""
-    precision: Literal["float32", "int8"] = "float32"
-    """int8: the prepared voice's weights are quantized to INT8, all but the decoder's (as
-    `edged voices optimize`): 41 MB less for the default voice, same WER in our tests, slightly
-    different timing. Needs `prepare: true`."""
+    precision: Literal["float32", "int8"] = "int8"
+    """int8 (the default): the prepared voice's weights are quantized to INT8, all but the
+    decoder's (as `edged voices optimize`): 41 MB less for the default voice and a faster
+    encoder; pocketsphinx WER and predicted MOS within their noise of float32 (docs/benchmarks.md).
+    float32: the weights as the voice ships them. A voice that is not prepared (`prepare: false`,
+    models under 1 MB) runs as float32."""
     prepare: bool = True
     """Prepare each voice once into `<cache.dir>/models/` (a child process, seconds): split into
     encoder and decoder, optimized ahead. Start-up then skips ORT's optimizer, and the decoder runs
@@ -152,8 +159,10 @@ class LimitsConfig:
     memory_mb: int = opt(400, min=64, max=65536)
     stop_timeout_s: float = opt(10.0, min=0.0, max=300.0)
     synthesis_workers: int = opt(0, min=0, max=16)
-    """Threads that run inferences for every source (MQTT, pinned phrases, later the network
-    servers); 0: one per `voice.threads` cores, at most one per 200 MB of `memory_mb`."""
+    """Threads that run inferences for every source (MQTT, pinned phrases, the network
+    servers); 0: one per window lane when windows are decoded in parallel (the usable cores, at
+    most `voice.parallel_windows`, one per 200 MB of `memory_mb`), else one per `voice.threads`
+    cores, at most one per 200 MB of `memory_mb`."""
     heartbeat_max_age_s: float = opt(90.0, min=1.0, max=3600.0)
     """The worker counts as hung when its heartbeat is older than this: edged stops the
     systemd watchdog pings and systemd restarts it. Keep above the longest single step

@@ -27,6 +27,8 @@ from aiohttp import web
 
 from ..config import Config, HttpConfig
 from ..daemon import Daemon
+from ..net import listen
+from ..net.listen import url_of
 from ..requests import Rules
 from ..synthesis import Speech
 from .announce import Announcements
@@ -47,23 +49,7 @@ _LOOPBACK_NAMES: Final = ("localhost", "ip6-localhost")
 
 def bind(config: HttpConfig) -> socket.socket:
     """A listening socket on http.host:http.port; OSError when it cannot be had."""
-    family, kind, proto, _name, address = socket.getaddrinfo(
-        config.host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def url_of(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+    return listen.bind(config.host, config.port)
 
 
 class HttpServer:

@@ -59,6 +59,13 @@ class NetLoop:
             self._started.append(server.name)
         return list(self._started)
 
+    def start_server(self, server: Server, timeout_s: float = 30.0) -> None:
+        """Start one more server on the running loop (the HTTP server, right after READY); it
+        raises here when it cannot start, and is stopped with the others."""
+        self._servers.append(server)
+        self.call(server.start(), timeout_s)
+        self._started.append(server.name)
+
     def stop(self, timeout_s: float = 10.0) -> None:
         if not self._thread.is_alive():
             return

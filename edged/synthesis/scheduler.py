@@ -12,21 +12,30 @@ step at a time, and hand the audio out as streams.
   `Busy` (a source that queues, like MQTT's announcement queue, does so in front of this). A
   stream holds its slot until it ends or its consumer closes it.
 - A stream its consumer closes is dropped at its next step: close() never waits for inference.
-- Workers: ONNX Runtime runs each inference on `voice.threads` cores, so one worker per that many
-  cores, and at most one per 200 MB of `limits.memory_mb` (each running inference holds one
-  decoder window's activations, and a second voice may be loaded): on 2 cores, one.
+- Lanes: during a step, a stream may offer jobs (the decoder windows of a piece, the next piece's
+  encoder: voice/lanes.py) that idle workers run, best priority first like steps; the stream
+  takes their results in order and runs itself what nobody has started. So one announcement uses
+  every worker, and a critical one still gets the next worker that finishes a window.
+- Workers (`synthesis_workers`): with windows decoded in parallel, one per usable core, each
+  inference on one thread (`voice.load.window_lanes`); else one per `voice.threads` cores; at most
+  one per 200 MB of `limits.memory_mb`.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ..audio import Audio
+from ..voice.lanes import LANES, Claimable
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 _LOGGER = logging.getLogger(__name__)
 _MB_PER_WORKER: Final = 200
@@ -48,6 +57,20 @@ def auto_workers(cpu_count: int, threads_per_inference: int, memory_mb: int) -> 
     return max(1, min(by_cores, memory_mb // _MB_PER_WORKER))
 
 
+def synthesis_workers(config: Config) -> int:
+    """`limits.synthesis_workers`, or one per window lane (windows decoded at once), or as many
+    as the cores hold inferences of `voice.threads` threads."""
+    from ..voice.load import inference_threads, window_lanes
+
+    lanes = window_lanes(config)
+    if config.limits.synthesis_workers:
+        return config.limits.synthesis_workers
+    if lanes > 1:
+        return lanes
+    return auto_workers(len(os.sched_getaffinity(0)), inference_threads(config),
+                        config.limits.memory_mb)
+
+
 class AudioStream(Iterator[Audio]):
     """The audio of one submission, in order, as the workers make it. Close it when done early."""
 
@@ -66,7 +89,8 @@ class AudioStream(Iterator[Audio]):
         self.counted = True
         """Holds one of its source's `max_streams` slots (until it ends or is closed)."""
         self.work_s = 0.0
-        """Worker time spent on this stream's steps: its synthesis time."""
+        """Worker time spent on this stream's steps and jobs: its synthesis time."""
+        self.lanes = _StreamLanes(scheduler, self) if scheduler.workers > 1 else None
 
     def __next__(self) -> Audio:
         return self._scheduler.take(self)
@@ -81,6 +105,18 @@ class AudioStream(Iterator[Audio]):
         self.close()
 
 
+class _StreamLanes:
+    """A stream's way to offer jobs to the other workers (voice/lanes.py)."""
+
+    def __init__(self, scheduler: Scheduler, stream: AudioStream) -> None:
+        self._scheduler = scheduler
+        self._stream = stream
+        self.width = scheduler.workers
+
+    def offer(self, job: Claimable) -> None:
+        self._scheduler.offer(self._stream, job)
+
+
 class Scheduler:
     """Thread-safe. `start`, `submit` from any thread, `stop` at the end."""
 
@@ -90,6 +126,7 @@ class Scheduler:
         self._depth = depth
         self._cond = threading.Condition()
         self._streams: list[AudioStream] = []
+        self._jobs: list[tuple[AudioStream, Claimable]] = []
         self._open: Counter[str] = Counter()
         self._seq = 0
         self._stopping = False
@@ -130,6 +167,13 @@ class Scheduler:
             self._cond.notify_all()
             return stream
 
+    def offer(self, stream: AudioStream, job: Claimable) -> None:
+        """A job of `stream` any idle worker may run (at the stream's priority)."""
+        with self._cond:
+            if not stream.closed and not stream.ended and not self._stopping:
+                self._jobs.append((stream, job))
+                self._cond.notify_all()
+
     def open_streams(self) -> dict[str, int]:
         with self._cond:
             return {source: self._open[source] for source in self._limits}
@@ -154,6 +198,7 @@ class Scheduler:
                 return
             stream.closed = True
             stream.items.clear()
+            self._jobs = [(s, j) for s, j in self._jobs if s is not stream]
             self._release(stream)  # the source may open another now, whatever the worker does
             self._cond.notify_all()
             if stream.ended or stream.running:
@@ -170,31 +215,54 @@ class Scheduler:
     def _work(self) -> None:
         while True:
             with self._cond:
-                stream = self._next()
-                while not self._stopping and stream is None:
+                chosen = self._next()
+                while not self._stopping and chosen is None:
                     self._cond.wait()
-                    stream = self._next()
-                if self._stopping or stream is None:
+                    chosen = self._next()
+                if self._stopping or chosen is None:
                     return
-                stream.running = True
-            self._step(stream)
+                if isinstance(chosen, AudioStream):
+                    chosen.running = True
+            if isinstance(chosen, AudioStream):
+                self._step(chosen)
+            else:
+                self._run_job(*chosen)
 
-    def _next(self) -> AudioStream | None:
-        """The best stream with room ahead (lock held); None: nothing to do now."""
+    def _next(self) -> AudioStream | tuple[AudioStream, Claimable] | None:
+        """The best stream with room ahead, or an offered job at least as urgent (lock held);
+        None: nothing to do now. Jobs come first among equals: they are older work."""
+        self._jobs = [(s, j) for s, j in self._jobs if not j.started]
+        job = min(self._jobs, key=lambda e: (e[0].rank, e[0].seq), default=None)
         runnable = [s for s in self._streams
                     if not s.running and not s.ended and len(s.items) < self._depth]
-        return min(runnable, key=lambda s: (s.rank, s.seq), default=None)
+        stream = min(runnable, key=lambda s: (s.rank, s.seq), default=None)
+        if job is not None and (stream is None or
+                                (job[0].rank, job[0].seq) <= (stream.rank, stream.seq)):
+            self._jobs.remove(job)
+            return job
+        return stream
+
+    def _run_job(self, stream: AudioStream, job: Claimable) -> None:
+        if not job.claim():
+            return  # the stream ran it itself meanwhile
+        started = time.monotonic()
+        job.run()  # keeps its error for the stream: never raises
+        with self._cond:
+            stream.work_s += time.monotonic() - started
 
     def _step(self, stream: AudioStream) -> None:
         started = time.monotonic()
         error: BaseException | None = None
         item: Audio | None = None
+        token = LANES.set(stream.lanes)
         try:
             item = next(stream.steps)
         except StopIteration:
             pass
         except BaseException as err:  # handed to the consumer, raised there: never a dead worker
             error = err
+        finally:
+            LANES.reset(token)
         elapsed = time.monotonic() - started
         with self._cond:
             stream.running = False
@@ -218,6 +286,7 @@ class Scheduler:
         stream.ended = True
         stream.error = error
         self._streams.remove(stream)
+        self._jobs = [(s, j) for s, j in self._jobs if s is not stream]
         self._release(stream)
 
     def _release(self, stream: AudioStream) -> None:

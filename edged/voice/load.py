@@ -25,8 +25,22 @@ voice); a model under 1 MB (no real voice is) loads in milliseconds as it is."""
 
 
 def inference_threads(config: Config) -> int:
-    """`voice.threads`, or for 0 two on a multi-core CPU, else one."""
-    return config.voice.threads or min(2, os.cpu_count() or 1)
+    """`voice.threads`, or for 0 two when the process may use several cores, else one (the
+    usable cores: under `taskset` or systemd's CPUAffinity= the machine's count overstates)."""
+    return config.voice.threads or min(2, len(os.sched_getaffinity(0)))
+
+
+def window_lanes(config: Config) -> int:
+    """Decoder windows of a piece decoded at once, one core and one intra-op thread each: the
+    usable cores, at most `voice.parallel_windows`, `limits.synthesis_workers` when set, and one
+    per 200 MB of `limits.memory_mb` (the windows being decoded share an eighth of it: more
+    lanes on the same budget would make them too small to pay for their context; at 400 MB,
+    two lanes of about 90 frames)."""
+    lanes = min(len(os.sched_getaffinity(0)), config.voice.parallel_windows,
+                config.limits.memory_mb // 200)
+    if config.limits.synthesis_workers:
+        lanes = min(lanes, config.limits.synthesis_workers)
+    return max(1, lanes)
 
 
 def voice_folders(config: Config) -> tuple[Path, ...]:
@@ -67,13 +81,14 @@ def load_piper(config: Config, name: str | None = None,
     prepared = None
     precision = config.voice.precision
     if not config.voice.prepare and precision != "float32":
-        _LOGGER.warning("voice.precision: %s needs voice.prepare: true; using %s as it is",
-                        precision, path.name)
+        _LOGGER.info("voice.prepare: false: %s runs as float32 (voice.precision: %s needs a "
+                     "prepared voice)", path.name, precision)
     if config.voice.prepare and path.stat().st_size >= _PREPARE_MIN_BYTES:
         try:
             config.cache.dir.mkdir(parents=True, exist_ok=True)  # for the memo, too
             prepared = ensure_prepared(path, file_sha256(path, memo), config.cache.dir, precision,
-                                       status)
+                                       status, threads=inference_threads(config),
+                                       lanes=window_lanes(config))
         except OSError as err:  # e.g. cache.dir unwritable: speaking matters more
             _LOGGER.warning("Voice %s: cannot prepare it in %s (%s); loading it directly",
                             path.name, config.cache.dir, err.strerror or err)
@@ -84,6 +99,8 @@ def load_piper(config: Config, name: str | None = None,
         sentence_pause_ms=config.voice.sentence_pause_ms,
         date_order=config.frontend.date_order,
         prepared=prepared,
+        lanes=window_lanes(config),
+        memory_mb=config.limits.memory_mb,
     )
     voice.hash_memo = memo
     return voice

@@ -22,10 +22,11 @@ from ..frontend.sentences import Piece, split_for_streaming
 from ..languages.codes import locale_language
 from .errors import VoiceError
 from .hashes import file_sha256
-from .onnx import FIRST_WINDOW_FRAMES, Model, WholeModel, open_session
+from .onnx import Model, WholeModel, open_session
 from .piper_config import PiperConfig, read_piper_config
 from .prepared import PreparedModel
 from .settings import SynthesisSettings
+from .windows import FIRST_WINDOW_FRAMES
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -76,8 +77,11 @@ class Voice:
         sentence_pause_ms: int = 200,
         date_order: str = "mdy",
         prepared: PreparedModel | None = None,
+        lanes: int = 1,
+        memory_mb: int = 400,
     ) -> Voice:
-        """Load a voice; `prepared` (see `prepared`) loads faster and bounds decoder memory."""
+        """Load a voice; `prepared` (see `prepared`) loads faster and bounds decoder memory, and
+        its windows are decoded `lanes` at a time, sized for `memory_mb` (windows.py)."""
         onnx_path = Path(onnx_path)
         json_path = Path(f"{onnx_path}.json")
         if not onnx_path.is_file():
@@ -85,7 +89,7 @@ class Voice:
         if not json_path.is_file():
             raise VoiceError(f"{json_path}: voice config file not found (expected next to the .onnx)")
         config = read_piper_config(json_path)
-        model, prepared = _open_model(onnx_path, threads, prepared)
+        model, prepared = _open_model(onnx_path, threads, prepared, lanes, memory_mb)
         names = model.input_names
         missing = [n for n in _REQUIRED_INPUTS if n not in names]
         if missing:
@@ -183,26 +187,24 @@ class Voice:
         """Audio chunks in order: one per piece, or per decoder window of a prepared voice; a
         sentence pause ends each sentence but the last. Each `next()` is one step of work (an
         encoder run and a window, or one more window): the synthesis scheduler interleaves
-        streams, and lets a critical one go first, at these steps."""
+        streams, and lets a critical one go first, at these steps. On a scheduler worker with
+        lanes, the windows are decoded on other workers too (windows.py)."""
         settings = settings or self.settings()
         pieces = self.pieces(text)
-        for i, piece in enumerate(pieces):
-            yield from self._piece_audio(piece, settings, first=i == 0, last=i == len(pieces) - 1)
+        feeds = [self._feeds(self._ids(piece.text), settings) for piece in pieces]
+        # Each window goes out as soon as it is decoded: holding one back (to put the pause onto
+        # the piece's last chunk) made the first audio wait for the second window.
+        for part in self._model.stream(feeds, first_window=FIRST_WINDOW_FRAMES):
+            yield Audio(to_int16(part.samples), self.rate_hz)
+            piece = pieces[part.piece]
+            if part.last and piece.ends_sentence and part.piece < len(pieces) - 1 \
+                    and self.sentence_pause_ms:
+                silence = np.zeros(self.rate_hz * self.sentence_pause_ms // 1000, dtype=np.int16)
+                yield Audio(silence, self.rate_hz)
 
     def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio:
         """The whole announcement as one Audio."""
         return Audio.join(list(self.stream(text, settings)), self.rate_hz)
-
-    def _piece_audio(self, piece: Piece, settings: SynthesisSettings, *, first: bool,
-                     last: bool) -> Iterator[Audio]:
-        # Each window goes out as soon as it is decoded: holding one back (to put the pause onto
-        # the piece's last chunk) made the first audio wait for the second window.
-        feeds = self._feeds(self._ids(piece.text), settings)
-        for part in self._model.stream(feeds, first_window=FIRST_WINDOW_FRAMES if first else 0):
-            yield Audio(to_int16(part), self.rate_hz)
-        if piece.ends_sentence and not last and self.sentence_pause_ms:
-            silence = np.zeros(self.rate_hz * self.sentence_pause_ms // 1000, dtype=np.int16)
-            yield Audio(silence, self.rate_hz)
 
     def _feeds(self, ids: list[int], settings: SynthesisSettings) -> dict[str, np.ndarray]:
         feeds: dict[str, np.ndarray] = {
@@ -217,12 +219,12 @@ class Voice:
         return feeds
 
 
-def _open_model(onnx_path: Path, threads: int,
-                prepared: PreparedModel | None) -> tuple[Model, PreparedModel | None]:
+def _open_model(onnx_path: Path, threads: int, prepared: PreparedModel | None, lanes: int,
+                memory_mb: int) -> tuple[Model, PreparedModel | None]:
     """The prepared model if it opens, else the .onnx as it is (and no prepared model)."""
     if prepared is not None:
         try:
-            return prepared.open(threads), prepared
+            return prepared.open(threads, lanes=lanes, memory_mb=memory_mb), prepared
         except Exception as err:  # onnxruntime raises its own exception types
             _LOGGER.warning("Prepared model %s does not load (%s); loading %s directly",
                             prepared.folder, err, onnx_path.name)

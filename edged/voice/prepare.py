@@ -2,10 +2,11 @@
 
 1. split the Piper graph into encoder and decoder (`model_split`), when it can be split; with
    `--precision int8` quantize the weights first, all but the decoder's;
-2. let ONNX Runtime optimize each part once (ORT_ENABLE_EXTENDED: the fusions, none of them
-   CPU-specific) and save it with its weights in a separate file;
-3. measure how many frames of context a decoder window needs to match the whole decode to
-   within one 16-bit step, and the samples per frame;
+2. let ONNX Runtime optimize each part once and save it with its weights in a separate file,
+   trying the graph rewrites that may pay on this CPU (tune.py);
+3. measure how many frames of context a decoder window (and a flow window) needs to match the
+   whole to within one 16-bit step, the samples per frame and the decoder's memory per frame
+   (probe.py);
 4. write `manifest.json` with the sizes and xxh3 checksums of the files, then rename the folder
    into place (readers never see half a folder; two preparers race harmlessly).
 
@@ -21,22 +22,34 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from ..memory import map_large_allocations
+from .onnx import open_session
+from .prepared import FORMAT, MANIFEST, cpu_signature, file_digest, ort_version, read_prepared
+from .probe import Layout, encoder_latent, probe_decoder, probe_feeds, probe_flow
 
-from .onnx import DECODE_WINDOW_FRAMES, decode_in_windows, open_session
-from .piper_config import read_piper_config
-from .prepared import FORMAT, MANIFEST, file_digest, ort_version, read_prepared
-
-_PAD_CANDIDATES: Final = (2, 4, 6, 8, 12, 16, 24, 32)
-_ONE_STEP: Final = 1 / 32768  # windowed and whole decode must agree to within one 16-bit step
-# Phonemes to probe the encoder with (any will do: the decoder's receptive field is what is measured).
-_PROBE_PHONEMES: Final = "ðə kwˈɪk bɹˈaʊn fˈɑːks dʒˈʌmps ˌoʊvɚ ðə lˈeɪzi dˈɑːɡ, "
+if TYPE_CHECKING:
+    import onnx
 
 
-def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float32") -> None:
+
+@dataclass(frozen=True)
+class Tuning:
+    """How the daemon will run the voice: the rewrites are timed on these threads."""
+
+    threads: int = 2
+    """The encoder's intra-op threads (`voice.threads`)."""
+    decoder_threads: int = 1
+    """The decoder's: one when windows are decoded in parallel, else `threads`."""
+    rewrites: bool = True
+    """Try the graph rewrites (rewrite.py); false: the plain graphs."""
+
+
+def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float32",
+            tuning: Tuning = Tuning()) -> None:
     """Write the prepared model for `onnx_path` into `folder` (replacing a stale one)."""
     import onnx
 
@@ -52,30 +65,24 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
             quantize_int8(onnx_path, source)
         model = onnx.load(str(source))
         manifest: dict[str, Any] = {"format": FORMAT, "onnxruntime": ort_version(),
-                                    "source": str(onnx_path), "source_sha256": sha256,
-                                    "precision": precision}
+                                    "cpu": cpu_signature(), "source": str(onnx_path),
+                                    "source_sha256": sha256, "precision": precision}
         try:
             split = split_piper_graph(model)
         except NotSplittable as err:
             split, manifest["note"] = None, str(err)
         if split is not None:
             del model  # the child's peak memory matters on a 512 MB Pi
-            _save_optimized(split.encoder.SerializeToString(), work, "encoder")
-            _save_optimized(split.decoder.SerializeToString(), work, "decoder")
-            probe = _probe_decoder(work, onnx_path, split.latent, split.decoder_extra_inputs)
-            if isinstance(probe, str):
-                manifest["note"] = probe
-                for name in ("encoder", "decoder"):
-                    for suffix in (".onnx", ".weights"):
-                        (work / f"{name}{suffix}").unlink()
-                split = None
+            parts = {"encoder": split.encoder, "decoder": split.decoder}
+            if split.flow is not None:
+                parts["flow"] = split.flow
+            layout = Layout(split.latent, split.decoder_extra_inputs, split.flow_inputs,
+                            split.flow_extra_inputs)
+            split = None  # `parts` is emptied once saved: nothing else may hold the graphs
+            if not _prepare_split(work, onnx_path, parts, layout, manifest, tuning):
                 model = onnx.load(str(source))
-            else:
-                hop, pad = probe
-                manifest.update(kind="split", latent=split.latent,
-                                extra_inputs=list(split.decoder_extra_inputs), hop=hop, pad=pad)
-        if split is None:
-            _save_optimized(model.SerializeToString(), work, "model")
+        if manifest.get("kind") != "split":
+            _save_optimized(model.SerializeToString(), work, "model", "ORT_ENABLE_EXTENDED")
             manifest["kind"] = "whole"
         if source != onnx_path:
             source.unlink()
@@ -88,60 +95,62 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _save_optimized(model: bytes, folder: Path, name: str) -> None:
-    """ORT optimizes the graph once and saves it, weights in `<name>.weights`."""
+def _prepare_split(work: Path, onnx_path: Path, parts: dict[str, onnx.ModelProto],
+                   layout: Layout, manifest: dict[str, Any], tuning: Tuning) -> bool:
+    """Encoder, flow and decoder saved (encoder and decoder each with the rewrites that pay here,
+    tune.py), the decoder's and the flow's windows measured; False (and the reason in the
+    manifest's note) when windowed decoding does not match the whole."""
+    from .tune import choose
+
+    feeds = probe_feeds(onnx_path, {i.name for i in parts["encoder"].graph.input})
+    flow = None
+    if "flow" in parts:
+        _save_optimized(parts.pop("flow").SerializeToString(), work, "flow", "ORT_ENABLE_ALL")
+        flow = open_session(work / "flow.onnx", 1, level="ORT_DISABLE_ALL")
+    manifest["rewrites"] = choose(
+        work, parts, layout.latent, layout.extra, feeds,
+        encode=lambda encoder: encoder_latent(encoder, flow, layout, feeds),
+        threads=tuning.threads, decoder_threads=tuning.decoder_threads, enabled=tuning.rewrites,
+        save=lambda model, folder, name: _save_optimized(model, folder, name, "ORT_ENABLE_ALL"))
+    encoder = open_session(work / "encoder.onnx", 1, level="ORT_DISABLE_ALL")
+    # An arena of its own: its growth is what one window takes (probe.py).
+    decoder = open_session(work / "decoder.onnx", 1, level="ORT_DISABLE_ALL", shared_arena=False)
+    probe = probe_decoder(decoder, encoder_latent(encoder, flow, layout, feeds), layout, feeds)
+    if isinstance(probe, str):
+        manifest["note"] = probe
+        manifest.pop("rewrites")
+        for name in ("encoder", "decoder", "flow"):
+            for suffix in (".onnx", ".weights"):
+                (work / f"{name}{suffix}").unlink(missing_ok=True)
+        return False
+    hop, pad, kb_per_frame = probe
+    manifest.update(kind="split", latent=layout.latent, extra_inputs=list(layout.extra), hop=hop,
+                    pad=pad, decoder_kb_per_frame=kb_per_frame)
+    if flow is not None:
+        # A flow that cannot be run on windows (an INT8 one: its activations are quantized with
+        # scales of the whole tensor) still runs as a part of its own, whole, after the encoder.
+        flow_pad = probe_flow(encoder, flow, layout, feeds)
+        manifest["flow"] = {"inputs": list(layout.flow_inputs),
+                            "extra_inputs": list(layout.flow_extra),
+                            "pad": None if isinstance(flow_pad, str) else flow_pad,
+                            **({"note": flow_pad} if isinstance(flow_pad, str) else {})}
+    return True
+
+
+def _save_optimized(model: bytes, folder: Path, name: str, level: str) -> None:
+    """ORT optimizes the graph once and saves it, weights in `<name>.weights`. ORT_ENABLE_ALL
+    lays 2-D convolutions out for this CPU's vector width: the manifest records the CPU."""
     import onnxruntime as ort
 
     from .onnx import session_options
 
-    options = session_options(1, level="ORT_ENABLE_EXTENDED")
+    options = session_options(1, level=level)
     options.optimized_model_filepath = str(folder / f"{name}.onnx")
     options.add_session_config_entry("session.optimized_model_external_initializers_file_name",
                                      f"{name}.weights")
     options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes",
                                      "1024")
     ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
-
-
-def _probe_decoder(folder: Path, onnx_path: Path, latent_name: str,
-                   extra_inputs: tuple[str, ...]) -> tuple[int, int] | str:
-    """(samples per frame, context frames per window) measured on the saved parts, or why not."""
-    encoder = open_session(folder / "encoder.onnx", 1, level="ORT_DISABLE_ALL")
-    decoder = open_session(folder / "decoder.onnx", 1, level="ORT_DISABLE_ALL")
-    feeds = _probe_feeds(onnx_path, {i.name for i in encoder.get_inputs()})
-    latent = encoder.run([latent_name], feeds)[0]
-    if latent.ndim != 3 or latent.shape[0] != 1:
-        return f"the latent has shape {latent.shape}, not [1, channels, frames]"
-    needed = 3 * DECODE_WINDOW_FRAMES + 2 * max(_PAD_CANDIDATES)
-    latent = np.tile(latent, (1, 1, -(-needed // latent.shape[-1])))
-    extra = {name: feeds[name] for name in extra_inputs}
-    whole = decoder.run(None, {latent_name: latent, **extra})[0].reshape(-1)
-    hop, rest = divmod(whole.size, latent.shape[-1])
-    if rest or hop == 0:
-        return f"the decoder makes {whole.size} samples from {latent.shape[-1]} frames"
-    worst = 0.0
-    for pad in _PAD_CANDIDATES:
-        windowed = np.concatenate(list(decode_in_windows(decoder, latent_name, latent, extra, hop=hop,
-                                                         pad=pad, window=DECODE_WINDOW_FRAMES)))
-        worst = float(np.abs(windowed - whole).max())
-        if worst < _ONE_STEP:
-            return hop, pad
-    return f"windowed decoding still differs by {worst:.2g} with {_PAD_CANDIDATES[-1]} frames of context"
-
-
-def _probe_feeds(onnx_path: Path, inputs: set[str]) -> dict[str, np.ndarray]:
-    id_map = read_piper_config(Path(f"{onnx_path}.json")).phoneme_id_map
-    ids = [id_map["^"][0]]
-    for phoneme in _PROBE_PHONEMES * 2:
-        if phoneme in id_map:
-            ids += [id_map[phoneme][0], *id_map.get("_", [0])[:1]]
-    ids.append(id_map.get("$", [0])[0])
-    feeds: dict[str, np.ndarray] = {"input": np.array([ids], dtype=np.int64),
-             "input_lengths": np.array([len(ids)], dtype=np.int64),
-             "scales": np.array([0.0, 1.0, 0.0], dtype=np.float32)}  # no noise: repeatable
-    if "sid" in inputs:
-        feeds["sid"] = np.array([0], dtype=np.int64)
-    return feeds
 
 
 def _move_into_place(work: Path, folder: Path, sha256: str, precision: str) -> None:
@@ -191,9 +200,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("sha256")
     parser.add_argument("--precision", choices=("float32", "int8"), default="float32")
+    parser.add_argument("--threads", type=int, default=2, help="the encoder's intra-op threads")
+    parser.add_argument("--decoder-threads", type=int, default=1)
+    parser.add_argument("--no-rewrites", action="store_true", help="keep the plain graphs")
     args = parser.parse_args(argv)
+    map_large_allocations()  # sessions made and dropped: their memory must leave (RSS measured)
     try:
-        prepare(args.onnx, args.folder, args.sha256, args.precision)
+        prepare(args.onnx, args.folder, args.sha256, args.precision,
+                Tuning(args.threads, args.decoder_threads, not args.no_rewrites))
     except Exception as err:  # the parent logs this one line and loads the voice directly
         print(f"{type(err).__name__}: {err}", file=sys.stderr)
         return 1

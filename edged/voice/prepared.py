@@ -26,16 +26,27 @@ from typing import Any, Final
 import xxhash
 
 from ..files import read_bounded
-from .onnx import DECODE_WINDOW_FRAMES, Model, SplitModel, WholeModel, open_session
+from .onnx import Model, WholeModel, open_session
+from .windows import FlowPart, SplitModel, largest_window
 
 _LOGGER = logging.getLogger(__name__)
 
-FORMAT: Final = 1
+FORMAT: Final = 2
 MODELS_DIR_NAME: Final = "models"
 """In cache.dir: one folder per prepared voice."""
 MANIFEST: Final = "manifest.json"
 _MANIFEST_MAX_BYTES: Final = 1 << 20
 _PREPARE_TIMEOUT_S: Final = 600.0  # a Pi 3 takes tens of seconds; x86 about 6 s
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A flow split off the encoder: what it reads, and the context its windows need."""
+
+    inputs: tuple[str, ...]
+    extra_inputs: tuple[str, ...]
+    pad: int | None
+    """None: its windows would not match the whole (an INT8 flow): it always runs whole."""
 
 
 @dataclass(frozen=True)
@@ -51,23 +62,41 @@ class PreparedModel:
     """Why the graph was not split, for the log."""
     precision: str = "float32"
     """"int8": the weights were quantized when preparing (all but the decoder's)."""
+    kb_per_frame: float = 0.0
+    """Decoder activation memory per latent frame of a window, measured when preparing."""
+    flow: Flow | None = None
+    """The flow, when it is a part of its own (flow.onnx)."""
 
-    def open(self, threads: int) -> Model:
+    def open(self, threads: int, *, lanes: int = 1, memory_mb: int = 400) -> Model:
+        """Sessions with `threads` intra-op threads; with `lanes` > 1 windows are decoded at once
+        on that many workers, so the decoder gets one thread (each window one core)."""
         # Optimized when prepared; optimizing again (ORT_ENABLE_ALL) cost 60-110 ms per start and
         # made inference no faster here (encoder 87 vs 79 ms, decoder window 47 vs 41 ms).
-        def session(name: str) -> Any:
-            return open_session(self.folder / name, threads, level="ORT_DISABLE_ALL")
+        def session(name: str, count: int) -> Any:
+            return open_session(self.folder / name, count, level="ORT_DISABLE_ALL")
 
         if self.kind == "whole":
-            return WholeModel(session("model.onnx"))
-        return SplitModel(session("encoder.onnx"), session("decoder.onnx"), latent=self.latent,
-                          extra_inputs=self.extra_inputs, hop=self.hop, pad=self.pad)
+            return WholeModel(session("model.onnx", threads))
+        flow = None
+        if self.flow is not None:
+            flow = FlowPart(session("flow.onnx", threads), self.flow.inputs, self.flow.extra_inputs,
+                            self.flow.pad)
+        return SplitModel(session("encoder.onnx", threads),
+                          session("decoder.onnx", 1 if lanes > 1 else threads),
+                          latent=self.latent, extra_inputs=self.extra_inputs, hop=self.hop,
+                          pad=self.pad, largest=self.largest_window(lanes, memory_mb), flow=flow)
 
-    def describe(self) -> str:
+    def largest_window(self, lanes: int, memory_mb: int) -> int:
+        return largest_window(memory_mb, lanes, self.kb_per_frame, self.pad)
+
+    def describe(self, lanes: int = 1, memory_mb: int = 400) -> str:
         int8 = ", INT8 weights" if self.precision == "int8" else ""
         if self.kind == "split":
-            return (f"encoder + decoder in windows of {DECODE_WINDOW_FRAMES} frames "
-                    f"(+{self.pad} context){int8}")
+            flow = ("" if self.flow is None else " + flow" if self.flow.pad is None
+                    else f" + flow in windows (+{self.flow.pad} context)")
+            return (f"encoder{flow} + decoder in windows of up to "
+                    f"{self.largest_window(lanes, memory_mb)} frames (+{self.pad} context, "
+                    f"{lanes} at once){int8}")
         return f"whole graph{int8} ({self.note})" if self.note else f"whole graph{int8}"
 
 
@@ -84,7 +113,8 @@ def read_prepared(folder: Path, sha256: str, precision: str = "float32") -> Prep
         return None
     try:
         if (manifest["format"], manifest["onnxruntime"], manifest["source_sha256"],
-                manifest.get("precision", "float32")) != (FORMAT, ort_version(), sha256, precision):
+                manifest.get("precision", "float32"), manifest.get("cpu")) != (
+                FORMAT, ort_version(), sha256, precision, cpu_signature()):
             return None
         for name, expected in manifest["files"].items():
             if file_digest(folder / name) != (expected["size"], expected["xxh3"]):
@@ -94,16 +124,29 @@ def read_prepared(folder: Path, sha256: str, precision: str = "float32") -> Prep
         return PreparedModel(folder=folder, kind=manifest["kind"], latent=manifest.get("latent", ""),
                              extra_inputs=tuple(manifest.get("extra_inputs", ())),
                              hop=int(manifest.get("hop", 0)), pad=int(manifest.get("pad", 0)),
-                             note=manifest.get("note", ""), precision=precision)
+                             note=manifest.get("note", ""), precision=precision,
+                             kb_per_frame=float(manifest.get("decoder_kb_per_frame", 0.0)),
+                             flow=_flow(manifest.get("flow")))
     except (KeyError, TypeError, ValueError, OSError):
         return None
 
 
+def _flow(entry: Any) -> Flow | None:
+    if entry is None:
+        return None
+    pad = entry.get("pad")
+    return Flow(tuple(entry["inputs"]), tuple(entry.get("extra_inputs", ())),
+                None if pad is None else int(pad))
+
+
 def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: str = "float32",
-                    status: Callable[[str], None] | None = None) -> PreparedModel | None:
+                    status: Callable[[str], None] | None = None, *, threads: int = 2,
+                    lanes: int = 2, rewrites: bool = True) -> PreparedModel | None:
     """The prepared model for `onnx_path`, preparing it first when needed; None when that fails.
 
-    `status` hears that preparing starts (the daemon's STATUS= line: it takes seconds)."""
+    `status` hears that preparing starts (the daemon's STATUS= line: it takes seconds). The
+    graph rewrites are timed with `threads` for the encoder and one thread for the decoder when
+    `lanes` > 1 (tune.py); a folder prepared for other settings is used as it is."""
     folder = prepared_folder(cache_dir, onnx_path, sha256, precision)
     prepared = read_prepared(folder, sha256, precision)
     if prepared is not None:
@@ -116,7 +159,9 @@ def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: st
         folder.parent.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
             [sys.executable, "-m", "edged.voice.prepare", str(onnx_path), str(folder), sha256,
-             "--precision", precision],
+             "--precision", precision, "--threads", str(threads),
+             "--decoder-threads", str(1 if lanes > 1 else threads),
+             *([] if rewrites else ["--no-rewrites"])],
             capture_output=True, text=True, timeout=_PREPARE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
         _LOGGER.warning("Voice %s: cannot prepare it (%s); loading it directly", onnx_path.name, err)
@@ -129,6 +174,27 @@ def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: st
     _LOGGER.info("Prepared voice %s in %.1f s: %s", onnx_path.name, time.monotonic() - start,
                  prepared.describe())
     return prepared
+
+
+def cpu_signature() -> str:
+    """The CPU a prepared graph was laid out for (ORT_ENABLE_ALL blocks 2-D convolutions by its
+    vector width): its model and the instruction sets that change the kernels. Another CPU
+    (a cache folder copied to other hardware) prepares the voice again."""
+    import platform
+
+    model, flags = platform.machine(), set[str]()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = (part.strip() for part in line.partition(":"))
+            if key in ("model name", "CPU part") and model == platform.machine():
+                model = f"{model} {value}"
+            elif key in ("flags", "Features") and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    wanted = {"avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "amx_tile",
+              "asimd", "asimddp", "sve", "i8mm", "fphp", "bf16"}
+    return " ".join([model, *sorted(flags & wanted)])
 
 
 def file_digest(path: Path) -> tuple[int, str]:

@@ -24,6 +24,7 @@ import onnx
 from onnx.utils import Extractor
 
 _DECODER_SCOPE: Final = "/dec/"
+_FLOW_SCOPE: Final = "/flow/"
 # Ops a quantizer or exporter puts between z and the first decoder convolution.
 _PASS_THROUGH_OPS: Final = frozenset({"DynamicQuantizeLinear", "QuantizeLinear", "Cast"})
 _SPEAKER_INPUT: Final = "sid"
@@ -41,6 +42,14 @@ class SplitGraph:
     """Name of `z`: the encoder's output and the decoder's windowed input."""
     decoder_extra_inputs: tuple[str, ...]
     """Graph inputs the decoder needs besides `z` (`sid` for a multi-speaker voice)."""
+    flow: onnx.ModelProto | None = None
+    """The flow (z_p, y_mask -> z), split off the encoder when it can be: it works frame by
+    frame with a finite receptive field, so an announcement's first window needs only the
+    flow of its first frames. None: the encoder makes `z` itself."""
+    flow_inputs: tuple[str, ...] = ()
+    """The encoder's outputs when the flow is split off ([1, C, frames] each: z_p, y_mask)."""
+    flow_extra_inputs: tuple[str, ...] = ()
+    """Graph inputs the flow needs besides those (`sid`)."""
 
 
 def split_piper_graph(model: onnx.ModelProto) -> SplitGraph:
@@ -61,9 +70,39 @@ def split_piper_graph(model: onnx.ModelProto) -> SplitGraph:
             model.graph.value_info.append(
                 onnx.helper.make_tensor_value_info(latent, onnx.TensorProto.FLOAT, None))
     extractor = Extractor(model)
-    encoder = extractor.extract_model(graph_inputs, [latent])
     decoder = extractor.extract_model([latent, *extra], [o.name for o in graph.output])
+    flow_inputs = _flow_inputs(graph.node, producer, constants, latent)
+    if flow_inputs:
+        flow_extra = tuple(sorted(_inputs_reached([latent], producer, constants,
+                                                  frozenset(flow_inputs))))
+        return SplitGraph(encoder=extractor.extract_model(graph_inputs, list(flow_inputs)),
+                          decoder=decoder, latent=latent, decoder_extra_inputs=extra,
+                          flow=extractor.extract_model([*flow_inputs, *flow_extra], [latent]),
+                          flow_inputs=flow_inputs, flow_extra_inputs=flow_extra)
+    encoder = extractor.extract_model(graph_inputs, [latent])
     return SplitGraph(encoder=encoder, decoder=decoder, latent=latent, decoder_extra_inputs=extra)
+
+
+def _flow_inputs(nodes: Iterable[onnx.NodeProto], producer: dict[str, onnx.NodeProto],
+                 constants: set[str], latent: str) -> tuple[str, ...]:
+    """What the `/flow/` nodes read from before the flow (z_p and y_mask in a Piper export),
+    when `z` needs nothing else but `sid`; () when the flow cannot be split off."""
+    nodes = list(nodes)
+    flow = [n for n in nodes if n.name.startswith(_FLOW_SCOPE)]
+    after: set[str] = {o for n in flow for o in n.output}
+    for node in nodes:  # topological order: everything computed from a flow node's output
+        if any(i in after for i in node.input):
+            after.update(node.output)
+    found: list[str] = []
+    for node in flow:
+        for name in node.input:
+            if name and name not in constants and name not in after and name not in found \
+                    and _inputs_reached([name], producer, constants):
+                found.append(name)
+    if not found or not _inputs_reached([latent], producer, constants,
+                                        frozenset(found)) <= {_SPEAKER_INPUT}:
+        return ()
+    return tuple(found)
 
 
 def quantize_int8(source: Path, target: Path) -> None:
