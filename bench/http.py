@@ -36,9 +36,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import http.client  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import REPO_DIR, SHARED_DIR, free_port, machine_info, ratio, summary, table, write_result  # noqa: E402
+from common import CORPUS_DIR, REPO_DIR, free_port, machine_info, ratio, summary, table, write_result  # noqa: E402
 
-CORPUS = SHARED_DIR / "corpus" / "announcements_en.txt"
+CORPUS = CORPUS_DIR / "announcements_en.txt"
 CACHED_REQUESTS = 300
 RPS_REQUESTS = 2000
 RPS_THREADS = 4

@@ -42,8 +42,8 @@ from wyoming.tts import Synthesize  # noqa: E402
 
 sys.path.insert(0, str(_HERE))
 from common import (  # noqa: E402
+    CORPUS_DIR,
     REPO_DIR,
-    SHARED_DIR,
     free_port,
     machine_info,
     ratio,
@@ -57,7 +57,7 @@ from daemon import Broker  # noqa: E402
 REPS = 2
 CACHED_REPS = 30
 PHRASE = "Someone is at the front door."
-CORPUS = SHARED_DIR / "corpus" / "announcements_en.txt"
+CORPUS = CORPUS_DIR / "announcements_en.txt"
 VOICE = "en_US-joe-medium"
 FIRST_CHUNK_GOAL_RATIO = 0.3
 CACHED_GOAL_MS = 10.0
