@@ -14,16 +14,21 @@ from .schema import (
     LanguagesConfig,
     LimitsConfig,
     MqttConfig,
+    QuietHours,
+    ScheduleConfig,
     TlsConfig,
     VoiceConfig,
+    VolumeRange,
     WyomingConfig,
     check_topic_part,
     default_request_bytes,
+    parse_hhmm,
 )
 
 __all__ = [
     "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
     "FrontendConfig", "HomeAssistantConfig", "HttpConfig", "LanguagesConfig", "LimitsConfig",
-    "MqttConfig", "TlsConfig", "VoiceConfig", "WyomingConfig",
-    "check_topic_part", "default_request_bytes", "load_config", "parse_config",
+    "MqttConfig", "QuietHours", "ScheduleConfig", "TlsConfig", "VoiceConfig", "VolumeRange",
+    "WyomingConfig", "check_topic_part", "default_request_bytes", "load_config", "parse_config",
+    "parse_hhmm",
 ]

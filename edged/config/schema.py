@@ -1,62 +1,30 @@
-"""The schema of the one YAML config file: a frozen dataclass per section.
-
-A field's type and its `metadata` are the schema: `min`/`max` bound numbers, and `path` says
-what a path names, so the start-up checks (edged/checks.py) know how to check every file and
-folder the config names without a list of keys of their own:
-
-- "file": a regular file we read;  "secret": a small file holding a secret (never logged);
-- "pem": a PEM certificate or key;  "wav": a 16-bit PCM WAV file;
-- "folder": a folder we read (may be missing);  "state": a folder we write (made at start).
-"""
+"""The schema of the one YAML config file: a frozen dataclass per section (fields.py says what
+a field's metadata means; servers.py and house.py hold the sections of those rooms)."""
 
 from __future__ import annotations
 
-import re
 import socket
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-PATH_KINDS = ("file", "secret", "pem", "wav", "folder", "state")
-_ORIGIN_RE = re.compile(r"https?://[^/\s?#*]+")
+from .fields import (
+    MAX_TOPIC_PART_BYTES,
+    PATH_KINDS,
+    ConfigError,
+    check_topic_part,
+    default_request_bytes,
+)
+from .fields import opt as _opt
+from .fields import path as _path
+from .house import QuietHours, ScheduleConfig, VolumeRange, parse_hhmm
+from .servers import HomeAssistantConfig, HttpConfig, WyomingConfig
 
-
-class ConfigError(Exception):
-    """The config cannot be used. The message starts with the YAML key path."""
-
-
-MAX_TOPIC_PART_BYTES = 256
-
-
-def check_topic_part(key: str, value: str) -> None:
-    """A topic prefix (or a part of one) must be a plain topic: no wildcard, no control
-    character, not empty, not longer than 256 bytes."""
-    for char in "+#":
-        if char in value:
-            raise ConfigError(f"{key}: must not contain {char!r}: {value[:80]!r}")
-    bad = next((c for c in value if unicodedata.category(c) == "Cc"), None)
-    if bad is not None:
-        raise ConfigError(f"{key}: must not contain the control character U+{ord(bad):04X}")
-    if not value.strip("/"):
-        raise ConfigError(f"{key}: must not be empty")
-    if len(value.encode("utf-8", "surrogatepass")) > MAX_TOPIC_PART_BYTES:
-        raise ConfigError(f"{key}: longer than {MAX_TOPIC_PART_BYTES} bytes")
-
-
-def default_request_bytes(max_chars: int) -> int:
-    """The largest request payload for `max_chars`: JSON may spell one character as a 12-byte
-    surrogate-pair escape; 1 KiB for the other fields; at least 4 KiB."""
-    return max(4096, 12 * max_chars + 1024)
-
-
-def _opt(default: Any, *, min: float | None = None, max: float | None = None) -> Any:
-    return field(default=default, metadata={"min": min, "max": max})
-
-
-def _path(kind: str, default: Any = None) -> Any:
-    assert kind in PATH_KINDS, kind
-    return field(default=default, metadata={"path": kind})
+__all__ = ["MAX_TOPIC_PART_BYTES", "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig",
+           "Config", "ConfigError", "FrontendConfig", "HomeAssistantConfig", "HttpConfig",
+           "LanguagesConfig", "LimitsConfig", "MqttConfig", "QuietHours", "ScheduleConfig",
+           "TlsConfig", "VoiceConfig", "VolumeRange", "WyomingConfig", "check_topic_part",
+           "default_request_bytes", "parse_hhmm"]
 
 
 @dataclass(frozen=True)
@@ -174,6 +142,9 @@ class MqttConfig:
     """Messages waiting for the broker's acknowledgement above which intake slows: QoS 1
     requests are acknowledged only once half of them went out (the broker then holds new
     ones back), QoS 0 requests are refused and counted (`overloaded` event)."""
+    group_prefix: str = "edged"
+    """First part of the house-wide topics: `<group_prefix>/group/<name>/say` (groups) and
+    the synthesis pool's `<group_prefix>/synth/say`."""
     stream_audio: bool = False
     """Publish audio in parts as each sentence is synthesized (lower latency) instead of one WAV."""
     state_dir: Path = _path("state", Path("state"))
@@ -182,6 +153,7 @@ class MqttConfig:
     def __post_init__(self) -> None:
         if self.password_file is not None and self.username is None:
             raise ConfigError("mqtt.password_file: set without mqtt.username")
+        check_topic_part("mqtt.group_prefix", self.group_prefix)
 
 
 @dataclass(frozen=True)
@@ -271,83 +243,9 @@ class AudioConfig:
     """When playing fails on the device, publish the audio on MQTT instead (daemon)."""
 
 
-@dataclass(frozen=True)
-class HttpConfig:
-    """The HTTP server: `/api/tts`, OpenAI's `/v1/audio/speech`, `/api/say`, the web page."""
 
-    enabled: bool = True
-    """On by default, on loopback only. Left at its default, a port that cannot be bound is one
-    warning and the daemon runs on without HTTP; set explicitly, it fails the start."""
-    host: str = "127.0.0.1"
-    """Address to listen on; 0.0.0.0 or a LAN address exposes it (set api_key_file then)."""
-    port: int = _opt(8093, min=0, max=65535)
-    """TCP port; 0: any free port (the one taken is shown in <prefix>/state)."""
-    api_key_file: Path | None = _path("secret")
-    """File holding the API key; when set, every API endpoint needs `Authorization: Bearer
-    <key>` (/healthz and the page's static files do not)."""
-    cors_origins: tuple[str, ...] = ()
-    """Origins (`https://host:port`) whose pages may call the API; empty: none (CORS off)."""
-    allow_query_key: bool = False
-    """Accept the key as `?key=` too, for media players that cannot send a header. The key then
-    shows in URLs: browser history, proxy logs, the Referer of a page."""
-    max_streams: int = _opt(2, min=1, max=64)
-    """Uncached syntheses HTTP may run at once (cached answers take none); more get 429."""
-    batch_max_items: int = _opt(20, min=1, max=1000)
-    """Texts one /api/tts-batch request may hold."""
-    enabled_given: bool = field(default=False, metadata={"internal": True, "given": "enabled"})
-    """Whether the file set `enabled` (not a key): only then is a port in use fatal."""
-
-    def __post_init__(self) -> None:
-        if not self.host.strip():
-            raise ConfigError("http.host: must not be empty")
-        for i, origin in enumerate(self.cors_origins):
-            if not _ORIGIN_RE.fullmatch(origin):
-                raise ConfigError(f"http.cors_origins[{i}]: {origin!r} is not an origin "
-                                  "(scheme://host[:port], no path; '*' is not accepted)")
-
-
-@dataclass(frozen=True)
-class HomeAssistantConfig:
-    """MQTT discovery: the device and its entities appear in Home Assistant by themselves."""
-
-    discovery: bool = True
-    """Publish the device config (retained) on connect and when Home Assistant comes back;
-    false: publish the empty config that removes the device."""
-    discovery_prefix: str = "homeassistant"
-    """Home Assistant's discovery prefix (its MQTT integration's setting); the device config
-    goes to <discovery_prefix>/device/<device_id>/config."""
-    device_name: str | None = None
-    """The device's name in Home Assistant; default: the host name."""
-
-    def __post_init__(self) -> None:
-        check_topic_part("homeassistant.discovery_prefix", self.discovery_prefix)
-        if self.device_name is not None and not self.device_name.strip():
-            raise ConfigError("homeassistant.device_name: must not be empty")
-
-
-@dataclass(frozen=True)
-class WyomingConfig:
-    """A Wyoming text-to-speech server (Home Assistant's Assist, `tts.speak`) on the shared voices."""
-
-    enabled: bool = False
-    host: str = "127.0.0.1"
-    """Address to listen on; 0.0.0.0 for a Home Assistant on another machine (a conscious
-    choice: the protocol has no authentication)."""
-    port: int = _opt(10200, min=1, max=65535)
-    zeroconf: bool = True
-    """Advertise `_wyoming._tcp` over mDNS so Home Assistant discovers the server, only when
-    it listens beyond loopback."""
-    max_connections: int = _opt(4, min=1, max=64)
-    """Clients connected at once; one more gets an `error` event and is closed. Also the bound
-    on Wyoming's synthesis streams at the scheduler (one per connection)."""
-    max_chars: int = _opt(2000, min=1, max=100000)
-    """Longest text of one `synthesize`, or of one streamed response in total. Sentences are
-    synthesized one at a time, so memory does not grow with it."""
-    idle_timeout_s: float = _opt(60.0, min=1.0, max=3600.0)
-    """A connection that sends nothing for this long while nothing is being spoken is closed."""
-    priority: Literal["high", "normal", "low"] = "high"
-    """Rank of Wyoming synthesis at the scheduler; a critical MQTT announcement always goes
-    first (it waits for at most one decoder window of Wyoming work)."""
+RESERVED_DEVICE_IDS = ("group", "synth")
+"""They would name the house-wide topics `<group_prefix>/group/...` and `.../synth/...`."""
 
 
 @dataclass(frozen=True)
@@ -369,14 +267,45 @@ class Config:
     http: HttpConfig = field(default_factory=HttpConfig)
     homeassistant: HomeAssistantConfig = field(default_factory=HomeAssistantConfig)
     wyoming: WyomingConfig = field(default_factory=WyomingConfig)
+    role: Literal["play", "synth"] = "play"
+    """synth: no loudspeaker; joins the house's synthesis pool (the MQTT 5 shared subscription
+    `$share/edged-synth/<group_prefix>/synth/say`) and answers each request on its `reply_to`."""
+    groups: tuple[str, ...] = ()
+    """Groups this device belongs to: it also takes requests on
+    `<mqtt.group_prefix>/group/<name>/say`."""
+    groups_late: Literal["play", "skip"] = "play"
+    """A request with `play_at`/`start_in_ms` this device cannot start in time: start late
+    (`late_ms` in its events) or skip it (`failed`, with `late_ms`)."""
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     source: Path | None = field(default=None, metadata={"internal": True})
     """The file this config was read from (not a key)."""
 
     def __post_init__(self) -> None:
         # The device id names the default prefix and the client id, and shows in the state.
         check_topic_part("device_id", self.device_id)
+        if self.device_id in RESERVED_DEVICE_IDS:
+            raise ConfigError(f"device_id: {self.device_id!r} is reserved (it would name the "
+                              f"house-wide topics {self.mqtt.group_prefix}/{self.device_id}/...)")
         if self.mqtt.topic_prefix is not None:
             check_topic_part("mqtt.topic_prefix", self.mqtt.topic_prefix)
+        for reserved in RESERVED_DEVICE_IDS:
+            house = f"{self.mqtt.group_prefix}/{reserved}"
+            if self.topic_prefix == house or self.topic_prefix.startswith(house + "/"):
+                raise ConfigError(f"mqtt.topic_prefix: {self.topic_prefix!r} is inside the "
+                                  f"house-wide topics {house}/...")
+        for i, name in enumerate(self.groups):
+            check_topic_part(f"groups[{i}]", name)
+            if "/" in name:
+                raise ConfigError(f"groups[{i}]: a group name is one topic level, without '/': "
+                                  f"{name[:40]!r}")
+        if len(set(self.groups)) != len(self.groups):
+            raise ConfigError("groups: a group is named twice")
+        if self.role == "synth":
+            if self.output != "publish":
+                raise ConfigError("role: synth has no loudspeaker: set output: publish")
+            if self.groups:
+                raise ConfigError("groups: a synth daemon (role: synth) has no loudspeaker to "
+                                  "join a group with")
 
     @property
     def topic_prefix(self) -> str:

@@ -22,9 +22,10 @@ from typing import Final
 
 from aiohttp import web
 
-from ..daemon import Daemon, Intake
+from ..daemon import Daemon
 from ..events import Event
 from ..net import run_blocking
+from ..outcomes import Intake
 from ..requests import RequestError
 from ..synthesis import Scheduler
 from .errors import HttpError, busy

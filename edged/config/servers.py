@@ -1,0 +1,93 @@
+"""The schema's sections for the network servers: HTTP, Home Assistant discovery, Wyoming."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .fields import ConfigError, check_topic_part
+from .fields import opt as _opt
+from .fields import path as _path
+
+_ORIGIN_RE = re.compile(r"https?://[^/\s?#*]+")
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    """The HTTP server: `/api/tts`, OpenAI's `/v1/audio/speech`, `/api/say`, the web page."""
+
+    enabled: bool = True
+    """On by default, on loopback only. Left at its default, a port that cannot be bound is one
+    warning and the daemon runs on without HTTP; set explicitly, it fails the start."""
+    host: str = "127.0.0.1"
+    """Address to listen on; 0.0.0.0 or a LAN address exposes it (set api_key_file then)."""
+    port: int = _opt(8093, min=0, max=65535)
+    """TCP port; 0: any free port (the one taken is shown in <prefix>/state)."""
+    api_key_file: Path | None = _path("secret")
+    """File holding the API key; when set, every API endpoint needs `Authorization: Bearer
+    <key>` (/healthz and the page's static files do not)."""
+    cors_origins: tuple[str, ...] = ()
+    """Origins (`https://host:port`) whose pages may call the API; empty: none (CORS off)."""
+    allow_query_key: bool = False
+    """Accept the key as `?key=` too, for media players that cannot send a header. The key then
+    shows in URLs: browser history, proxy logs, the Referer of a page."""
+    max_streams: int = _opt(2, min=1, max=64)
+    """Uncached syntheses HTTP may run at once (cached answers take none); more get 429."""
+    batch_max_items: int = _opt(20, min=1, max=1000)
+    """Texts one /api/tts-batch request may hold."""
+    enabled_given: bool = field(default=False, metadata={"internal": True, "given": "enabled"})
+    """Whether the file set `enabled` (not a key): only then is a port in use fatal."""
+
+    def __post_init__(self) -> None:
+        if not self.host.strip():
+            raise ConfigError("http.host: must not be empty")
+        for i, origin in enumerate(self.cors_origins):
+            if not _ORIGIN_RE.fullmatch(origin):
+                raise ConfigError(f"http.cors_origins[{i}]: {origin!r} is not an origin "
+                                  "(scheme://host[:port], no path; '*' is not accepted)")
+
+
+@dataclass(frozen=True)
+class HomeAssistantConfig:
+    """MQTT discovery: the device and its entities appear in Home Assistant by themselves."""
+
+    discovery: bool = True
+    """Publish the device config (retained) on connect and when Home Assistant comes back;
+    false: publish the empty config that removes the device."""
+    discovery_prefix: str = "homeassistant"
+    """Home Assistant's discovery prefix (its MQTT integration's setting); the device config
+    goes to <discovery_prefix>/device/<device_id>/config."""
+    device_name: str | None = None
+    """The device's name in Home Assistant; default: the host name."""
+
+    def __post_init__(self) -> None:
+        check_topic_part("homeassistant.discovery_prefix", self.discovery_prefix)
+        if self.device_name is not None and not self.device_name.strip():
+            raise ConfigError("homeassistant.device_name: must not be empty")
+
+
+@dataclass(frozen=True)
+class WyomingConfig:
+    """A Wyoming text-to-speech server (Home Assistant's Assist, `tts.speak`) on the shared voices."""
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    """Address to listen on; 0.0.0.0 for a Home Assistant on another machine (a conscious
+    choice: the protocol has no authentication)."""
+    port: int = _opt(10200, min=1, max=65535)
+    zeroconf: bool = True
+    """Advertise `_wyoming._tcp` over mDNS so Home Assistant discovers the server, only when
+    it listens beyond loopback."""
+    max_connections: int = _opt(4, min=1, max=64)
+    """Clients connected at once; one more gets an `error` event and is closed. Also the bound
+    on Wyoming's synthesis streams at the scheduler (one per connection)."""
+    max_chars: int = _opt(2000, min=1, max=100000)
+    """Longest text of one `synthesize`, or of one streamed response in total. Sentences are
+    synthesized one at a time, so memory does not grow with it."""
+    idle_timeout_s: float = _opt(60.0, min=1.0, max=3600.0)
+    """A connection that sends nothing for this long while nothing is being spoken is closed."""
+    priority: Literal["high", "normal", "low"] = "high"
+    """Rank of Wyoming synthesis at the scheduler; a critical MQTT announcement always goes
+    first (it waits for at most one decoder window of Wyoming work)."""
