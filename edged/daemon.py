@@ -18,7 +18,7 @@ a redelivery of something already spoken is acknowledged silently instead of spo
 In-flight window: at most `limits.queue` waiting requests plus the one being spoken, all
 unacknowledged. The receive maximum asked of the broker is `limits.queue + 2` (one more than
 it holds: a request beyond a full queue is answered "busy" at once rather than held back
-silently); a synth daemon's is `limits.queue + 1` (in the pool a request waits at the broker).
+silently); a synth daemon's is `limits.queue` (in the pool a request waits at the broker).
 
 The house (house/): group and pool requests come through `on_say` with their `Origin`; quiet
 hours hold announcements in the queue or drop them; a start instant is the player's. Load: no

@@ -20,6 +20,7 @@ open files and threads back where they were once the load stops.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -186,11 +187,9 @@ class Soak:
         if kind == "critical":
             request["priority"] = "critical"
         if kind == "http":
-            try:
+            with contextlib.suppress(httpx.HTTPError):  # down: the retry sends it again
                 httpx.post(f"http://127.0.0.1:{self.http_port}/api/say", json=request,
                            timeout=5.0)
-            except httpx.HTTPError:
-                pass  # the daemon is down: the retry sends it again
             return
         topic = f"{self.house}/group/soak/say" if kind == "group" else f"{self.prefix}/say"
         self.collector.publish(topic, request)

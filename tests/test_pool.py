@@ -196,6 +196,28 @@ def test_a_killed_member_gets_its_requests_again_when_it_comes_back(
         other.close()
 
 
+def test_a_member_stopped_cleanly_leaves_the_pool(make_daemon, broker: Broker,  # noqa: F811
+                                                  house: str) -> None:
+    """SIGTERM: the member unsubscribes from the pool before it disconnects, so the broker's
+    round-robin no longer counts it: every request sent while it is away goes to the other
+    member (a SIGKILLed member cannot do this: see the test above and docs/house.md)."""
+    w = Watcher(broker.port, f"{house}-dev/s1")
+    d = _synth(make_daemon, house, "s1").start(w)
+    other = Watcher(broker.port, f"{house}-dev/s2")
+    _synth(make_daemon, house, "s2").start(other)
+    speaker = Replies(broker.port, house)
+    try:
+        d.stop()
+        ids = [f"a-{i}-{uuid.uuid4().hex[:6]}" for i in range(4)]
+        for rid in ids:
+            speaker.ask({"text": f"Away {rid}.", "id": rid, "reply_to": speaker.reply})
+        assert [speaker.final(rid)["device_id"] for rid in ids] == ["s2"] * 4
+    finally:
+        speaker.close()
+        w.close()
+        other.close()
+
+
 def test_synth_role_config_rules(tmp_path: Path) -> None:
     """role: synth has no loudspeaker: it needs output: publish and cannot join groups."""
     for data, message in (({"role": "synth"}, "set output: publish"),

@@ -63,14 +63,19 @@ class Intake:
         self.pool = f"{prefix}/synth/say" if config.role == "synth" else None
         self.routes: dict[str, Callable[[bytes], None]] = {}
 
+    @property
+    def pool_filter(self) -> str | None:
+        """The pool's shared subscription, for a synth daemon."""
+        return None if self.pool is None else f"$share/{POOL_SHARE}/{self.pool}"
+
     def subscriptions(self) -> list[list[tuple[str, SubscribeOptions]]]:
         """One SUBSCRIBE per list: requests without retained messages; routes with them
         (Home Assistant's status is retained)."""
         options = SubscribeOptions(qos=1, retainHandling=SubscribeOptions.RETAIN_DO_NOT_SEND)
         requests = [(self.say, options), (self.control, options)]
         requests += [(topic, options) for topic in self.groups]
-        if self.pool is not None:
-            requests.append((f"$share/{POOL_SHARE}/{self.pool}", options))
+        if self.pool_filter is not None:
+            requests.append((self.pool_filter, options))
         batches = [requests]
         if self.routes:
             batches.append([(topic, SubscribeOptions(qos=1)) for topic in self.routes])

@@ -120,8 +120,13 @@ class MqttLink:
         self._client.loop_start()
 
     def stop(self, timeout_s: float = 2.0) -> None:
-        """Say `offline`, let queued packets (acks, events) go out, disconnect cleanly."""
+        """Leave the synthesis pool, say `offline`, let queued packets (acks, events) go out,
+        disconnect cleanly."""
         self._stopping = True
+        if self.intake.pool_filter is not None and self.connected.is_set():
+            # Leave the pool first: while we are away new requests go to the other members
+            # (what we hold, unacknowledged, stays in our session for the next start).
+            self._client.unsubscribe(self.intake.pool_filter)
         info, _ = self._send(self.topics.availability, b"offline", retain=True)
         if info is not None and self.connected.is_set():
             # RuntimeError: not connected after all; the will says offline for us then.
