@@ -86,7 +86,9 @@ def first_sample_time(sink: tuple[np.ndarray, np.ndarray, np.ndarray],
     """When the first sample of the announcement near `instant` was written (see the module
     docstring), and the single-block estimate beside it."""
     samples, times, ends = sink
-    begin = np.searchsorted(times, instant - 1.0)
+    # The previous announcement ended before this request was published (start_in_ms before
+    # the instant, >= 500 ms here); this one's device starts a pre-roll before the instant.
+    begin = np.searchsorted(times, instant - 0.45)
     if begin >= len(times):
         return None
     start = int(ends[begin - 1]) if begin else 0

@@ -39,16 +39,21 @@ def plots(soak: Soak, result: dict[str, Any]) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
+    IMG.mkdir(parents=True, exist_ok=True)
+    return [_first_audio(soak), _rss(soak, result["kills"]), _events(soak, result["kills"]),
+            _kills(result["kills"])]
+
+
+_NOTE = "kills: broker dashed red, daemon dotted black"
+
+
+def _first_audio(soak: Soak) -> str:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    IMG.mkdir(parents=True, exist_ok=True)
-    b, kills, made = soak.books, result["kills"], []
-    note = "kills: broker dashed red, daemon dotted black"
-
     fig, ax = plt.subplots(figsize=(7, 4))
     for cached, label in ((True, "cached"), (False, "uncached")):
-        xs = np.sort([e["first_audio_ms"] for e in b.finished.values()
+        xs = np.sort([e["first_audio_ms"] for e in soak.books.finished.values()
                       if e.get("cached") is cached and e.get("first_audio_ms") is not None])
         if len(xs):
             ax.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post",
@@ -58,35 +63,50 @@ def plots(soak: Soak, result: dict[str, Any]) -> list[str]:
            title="Soak: first audio, cached vs uncached")
     ax.grid(alpha=0.3)
     ax.legend()
-    made.append(_save(fig, "soak-first-audio.png"))
+    return _save(fig, "soak-first-audio.png")
 
+
+def _rss(soak: Soak, kills: list[dict[str, Any]]) -> str:
+    import matplotlib.pyplot as plt
+
+    samples = soak.books.samples
     fig, ax = plt.subplots(figsize=(7, 4))
-    for pid in dict.fromkeys(s["pid"] for s in b.samples):
-        seg = [s for s in b.samples if s["pid"] == pid]
+    for pid in dict.fromkeys(s["pid"] for s in samples):
+        seg = [s for s in samples if s["pid"] == pid]
         ax.plot([s["t"] / 60 for s in seg], [s["rss_mb"] for s in seg], lw=1)
     _kill_lines(ax, kills)
     ax.set(xlabel="minutes", ylabel="daemon RSS (MB)",
-           title=f"Soak: RSS (one line per daemon process; {note})")
+           title="Soak: RSS, one line per daemon process")
+    ax.text(0.01, 0.02, _NOTE, transform=ax.transAxes, fontsize=8)
     ax.grid(alpha=0.3)
-    made.append(_save(fig, "soak-rss.png"))
+    return _save(fig, "soak-rss.png")
 
+
+def _events(soak: Soak, kills: list[dict[str, Any]]) -> str:
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    arrivals = soak.books.arrivals
     fig, ax = plt.subplots(figsize=(7, 4))
-    end = max((t for t, _, _ in b.arrivals), default=1.0)
-    bins = np.arange(0, end + 10, 10)
-    finals = [t for t, _, k in b.arrivals if k in ("finished", "failed", "rejected")]
-    ax.hist([t for t, _, _ in b.arrivals], bins=bins, weights=[0.1] * len(b.arrivals),
+    end = max((t for t, _, _ in arrivals), default=1.0) / 60
+    bins = np.arange(0, end + 1 / 6, 1 / 6)
+    finals = [t / 60 for t, _, k in arrivals if k in ("finished", "failed", "rejected")]
+    ax.hist([t / 60 for t, _, _ in arrivals], bins=bins, weights=[0.1] * len(arrivals),
             histtype="step", label="all events")
     ax.hist(finals, bins=bins, weights=[0.1] * len(finals), histtype="step",
             label="final events")
-    ax.set_xticks(ax.get_xticks(), [f"{x / 60:.0f}" for x in ax.get_xticks()])
-    for kill in kills:
-        ax.axvline(kill["at_s"], color="tab:red" if kill["what"] == "broker" else "black",
-                   lw=0.8, ls="--" if kill["what"] == "broker" else ":")
+    _kill_lines(ax, kills)
     ax.set_xlim(0, end)
     ax.set(xlabel="minutes", ylabel="events per second (10 s bins)",
-           title=f"Soak: events per second ({note})")
-    ax.legend()
-    made.append(_save(fig, "soak-events.png"))
+           title="Soak: events per second")
+    ax.text(0.01, 0.02, _NOTE, transform=ax.transAxes, fontsize=8)
+    ax.legend(loc="upper right")
+    return _save(fig, "soak-events.png")
+
+
+def _kills(kills: list[dict[str, Any]]) -> str:
+    import matplotlib.pyplot as plt
+    import numpy as np
 
     fig, ax = plt.subplots(figsize=(7, 4))
     labels = [f"{k['what']}\n{k['at_s'] / 60:.1f} min" for k in kills]
@@ -98,8 +118,7 @@ def plots(soak: Soak, result: dict[str, Any]) -> list[str]:
     ax.set_xticks(x, labels, fontsize=8)
     ax.set(ylabel="requests", title="Soak: redeliveries after each kill")
     ax.legend()
-    made.append(_save(fig, "soak-kills.png"))
-    return made
+    return _save(fig, "soak-kills.png")
 
 
 def _save(fig: Any, name: str) -> str:

@@ -130,26 +130,7 @@ def _expected(p: str) -> dict[str, Any]:
                               step=1, mode="slider", unit_of_measurement="%", state_topic=state,
                               value_template="{{ value_json.volume }}",
                               entity_category="config", icon="mdi:volume-high"),
-            "quiet_hours": {
-                "p": "binary_sensor", "name": "Quiet hours", "state_topic": state,
-                "value_template": "{{ 'ON' if value_json.schedule.quiet else 'OFF' }}",
-                "json_attributes_topic": state,
-                "json_attributes_template": "{{ value_json.schedule | tojson }}",
-                "icon": "mdi:sleep", "unique_id": "test_quiet_hours"},
-            "held": sensor("held", "Held by quiet hours", "{{ value_json.schedule.held }}",
-                           state_class="measurement", icon="mdi:timer-pause"),
-            "time_of_day_volume": sensor(
-                "time_of_day_volume", "Time-of-day volume",
-                "{{ (100 * value_json.schedule.volume_factor) | round(0) }}",
-                unit_of_measurement="%", icon="mdi:volume-medium"),
-            "effective_volume": sensor("effective_volume", "Effective volume",
-                                       "{{ value_json.schedule.effective_volume }}",
-                                       unit_of_measurement="%", icon="mdi:volume-equal"),
-            "clock_synchronized": {
-                "p": "binary_sensor", "name": "Clock synchronized", "state_topic": state,
-                "entity_category": "diagnostic",
-                "value_template": "{{ 'ON' if value_json.clock.synchronized else 'OFF' }}",
-                "icon": "mdi:clock-check", "unique_id": "test_clock_synchronized"},
+            **_house_entities(p, sensor),
             "announcement": {
                 "p": "event", "name": "Announcement", "state_topic": f"{p}/event",
                 "event_types": ["finished", "failed", "rejected"],
@@ -159,6 +140,33 @@ def _expected(p: str) -> dict[str, Any]:
                                   "{% endif %}",
                 "icon": "mdi:bullhorn", "unique_id": "test_announcement"},
         },
+    }
+
+
+def _house_entities(p: str, sensor: Any) -> dict[str, Any]:
+    """The quiet hours, volume and clock entities (issue 18)."""
+    state = f"{p}/state"
+    return {
+        "quiet_hours": {
+            "p": "binary_sensor", "name": "Quiet hours", "state_topic": state,
+            "value_template": "{{ 'ON' if value_json.schedule.quiet else 'OFF' }}",
+            "json_attributes_topic": state,
+            "json_attributes_template": "{{ value_json.schedule | tojson }}",
+            "icon": "mdi:sleep", "unique_id": "test_quiet_hours"},
+        "held": sensor("held", "Held by quiet hours", "{{ value_json.schedule.held }}",
+                       state_class="measurement", icon="mdi:timer-pause"),
+        "time_of_day_volume": sensor(
+            "time_of_day_volume", "Time-of-day volume",
+            "{{ (100 * value_json.schedule.volume_factor) | round(0) }}",
+            unit_of_measurement="%", icon="mdi:volume-medium"),
+        "effective_volume": sensor("effective_volume", "Effective volume",
+                                   "{{ value_json.schedule.effective_volume }}",
+                                   unit_of_measurement="%", icon="mdi:volume-equal"),
+        "clock_synchronized": {
+            "p": "binary_sensor", "name": "Clock synchronized", "state_topic": state,
+            "entity_category": "diagnostic",
+            "value_template": "{{ 'ON' if value_json.clock.synchronized else 'OFF' }}",
+            "icon": "mdi:clock-check", "unique_id": "test_clock_synchronized"},
     }
 
 
