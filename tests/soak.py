@@ -66,6 +66,10 @@ class SoakPlan:
     seed: int = 18
     burst: int = 1
     """Announcements sent at once (the pace is kept on average): work is in flight at a kill."""
+    cache_memory_mb: int = 4
+    """cache.memory_mb of the daemon: the phrase cache's memory tier is bounded by it and fills
+    as uncached texts are made; small, it is full within minutes, so growth after that is not
+    the cache (at the default 32 MB it took 21 minutes of this mix to fill)."""
 
 
 LONG_PLAN = SoakPlan(count=10_000, minutes=30.0, broker_kills=5, daemon_kills=5,
@@ -179,7 +183,8 @@ class Soak:
             mqtt={"group_prefix": self.house, "state_dir": "state"},
             http={"enabled": True, "port": self.http_port},
             wyoming={"enabled": True, "port": self.wyoming_port, "zeroconf": False},
-            homeassistant={"discovery": False}, cache={"dir": "cache", "phrases": PHRASES})
+            homeassistant={"discovery": False},
+            cache={"dir": "cache", "phrases": PHRASES, "memory_mb": plan.cache_memory_mb})
         self.books = Books()
         self.t0 = time.monotonic()
         self.stop = threading.Event()
