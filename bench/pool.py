@@ -172,23 +172,29 @@ def kill_one(root: Path, port: int, voice: Path, count: int, pace: float,
             rows.append({"sent_s": round(speaker.sent[rid] - killed_at, 2),
                          "waited_s": round(at - speaker.sent[rid], 2) if at else None,
                          "by": event.get("device_id"), "event": event.get("event")})
-        by_victim = [r for r in rows if r["by"] == "s1" and r["sent_s"] > -5]
-        waited = [r for r in by_victim if r["waited_s"] is not None
-                  and speaker.sent[ids[0]] and r["sent_s"] + r["waited_s"] > (back_at - killed_at)]
-        return {"requests": count, "pace_per_s": pace, "down_s": round(back_at - killed_at, 2),
-                "answered": sum(r["event"] == "finished" for r in rows),
-                "answered_by_restarted_member_after_restart": len(waited),
-                "of_which_sent_while_it_was_dead": sum(0 <= r["sent_s"] <= back_at - killed_at
-                                                      for r in waited),
-                "their_wait_s": summary([r["waited_s"] for r in waited], 2),
-                "others_wait_s": summary([r["waited_s"] for r in rows
-                                          if r not in waited and r["waited_s"] is not None], 2),
+        return {"requests": count, "pace_per_s": pace, **kill_summary(rows, back_at - killed_at),
                 "rows": rows}
     finally:
         speaker.close()
         for d, w in pool:
             d.stop()
             w.close()
+
+
+def kill_summary(rows: list[dict[str, Any]], down: float) -> dict[str, Any]:
+    """The requests the killed member (s1) held at the kill, those the broker routed to it
+    while it was dead, and everyone else's; times from each request's publish."""
+    finished_after = [r for r in rows if r["by"] == "s1" and r["waited_s"] is not None
+                      and r["sent_s"] + r["waited_s"] > down]
+    held = [r for r in finished_after if r["sent_s"] <= 0]
+    routed = [r for r in finished_after if 0 < r["sent_s"] <= down]
+    rest = [r for r in rows if r not in held and r not in routed and r["waited_s"] is not None]
+    return {"down_s": round(down, 2), "answered": sum(r["event"] == "finished" for r in rows),
+            "held_at_the_kill": len(held), "held_wait_s": summary([r["waited_s"] for r in held], 2),
+            "routed_to_the_dead_member": len(routed),
+            "routed_wait_s": summary([r["waited_s"] for r in routed], 2),
+            "all_finished_by_the_restarted_member": all(r["by"] == "s1" for r in held + routed),
+            "others_wait_s": summary([r["waited_s"] for r in rest], 2)}
 
 
 def main() -> None:
