@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from .audio import Audio, with_volume
 from .device_state import DeviceSettings
 from .events import Finished
+from .house import Instant, Reply, Schedule
 from .mqtt import AudioSink, MqttLink, Ticket
 from .playback import PlaybackReport, Player, PlayerError
 from .requests import Request
@@ -44,6 +45,11 @@ class Job:
     received: float
     abort: str | None = None
     """Why to stop early (set from other threads); checked between chunks."""
+    instant: Instant | None = None
+    """When its first sample should sound (play_at / start_in_ms); None: when ready."""
+    reply: Reply | None = None
+    """Where its events and audio go besides the device's own topics (reply_to)."""
+    group: str | None = None
 
     @property
     def plays(self) -> bool:
@@ -54,12 +60,21 @@ class Job:
         return self.output in ("publish", "both")
 
 
+class Skipped(Exception):
+    """Not played: it could not start at its instant and `groups_late` is `skip`."""
+
+    def __init__(self, late_s: float) -> None:
+        super().__init__(f"late by {1000 * late_s:.0f} ms")
+        self.late_s = late_s
+
+
 class Announcer:
     """Runs on the daemon's announcer thread, one job at a time."""
 
     def __init__(self, speech: Speech, player: Player | None, link: MqttLink, *,
                  stream_audio: bool, fallback_to_publish: bool, beat: Callable[[], None],
-                 settings: DeviceSettings | None = None) -> None:
+                 settings: DeviceSettings | None = None, schedule: Schedule | None = None,
+                 skip_late: bool = False) -> None:
         self._speech = speech
         self._player = player
         self._link = link
@@ -68,6 +83,9 @@ class Announcer:
         self._beat = beat
         self._settings = settings
         """The device's volume and selected voice, applied to every announcement."""
+        self._schedule = schedule
+        """Time-of-day volume (multiplies the device's)."""
+        self._skip_late = skip_late
 
     def announce(self, job: Job) -> Finished:
         """Speak `job`. Raises on voice, scheduler or player failure (the job failed)."""
@@ -76,6 +94,8 @@ class Announcer:
         if self._settings is not None:
             voice_name = voice_name or self._settings.voice
             volume *= self._settings.volume_factor
+        if self._schedule is not None:
+            volume *= self._schedule.volume_factor(request.priority)
         utterance = self._speech.utterance(request.text, voice_name, speaker=request.speaker,
                                            speed=request.speed, language=request.language)
         delivery = _Delivery(job, self._sink(job) if job.publishes else None, volume=volume,
@@ -95,9 +115,11 @@ class Announcer:
         assert self._player is not None, "a job that plays needs a player"
         request = job.request
         started = time.monotonic()
+        start_at = job.instant.monotonic(time.time(), started) if job.instant else None
         try:
             report = self._player.play(chunks, priority=request.priority, volume=delivery.volume,
-                                       rate_hz=utterance.rate_hz)
+                                       rate_hz=utterance.rate_hz, start_at=start_at,
+                                       skip_late=self._skip_late)
         except PlayerError as err:
             if not self._fallback_to_publish:
                 raise
@@ -106,6 +128,8 @@ class Announcer:
             delivery.publish_instead(self._sink(job), f"published instead of played: {err}")
             _drain(chunks)  # the rest, straight to MQTT
             return None
+        if report.skipped:
+            raise Skipped(report.late_s)
         if report.first_audio_s is not None:
             delivery.first_audio(started + report.first_audio_s)
         if report.interrupted and job.abort is None:
@@ -113,6 +137,9 @@ class Announcer:
         return report
 
     def _sink(self, job: Job) -> AudioSink:
+        if job.reply is not None:
+            return AudioSink(self._link, job.reply.audio(job.request.id),
+                             stream=self._stream_audio, correlation=job.reply.correlation)
         return AudioSink(self._link, self._link.topics.audio(job.request.id),
                          stream=self._stream_audio)
 
@@ -179,6 +206,9 @@ class _Delivery:
             underrun_ms=report.underrun_ms if report is not None else None,
             audio_parts=(self._parts or 0) if self._sink is not None else None,
             fallback=self._fallback,
+            play_at=job.instant.ms if job.instant is not None else None,
+            late_ms=(round(1000 * report.late_s, 1) if job.instant is not None
+                     and report is not None else None),
             segments=tuple(stream.utterance.segments),
         )
 

@@ -124,7 +124,10 @@ def assemble(config: Config, status: Callable[[str], None]) -> App:
     settings = DeviceSettings.load(config.mqtt.state_dir / "device.json", pool.choices)
     player = _open_player(config)
     done = DoneLog(config.mqtt.state_dir / "done.jsonl", window_s=config.mqtt.session_expiry_s)
-    link = MqttLink(config, receive_maximum=config.limits.queue + 2)
+    # One more than the queue holds ("busy" at once); in the synthesis pool no more than the
+    # queue holds: a request beyond it waits at the broker instead (daemon.py: in-flight window).
+    link = MqttLink(config, receive_maximum=config.limits.queue + (
+        0 if config.role == "synth" else 2))
     daemon = Daemon(config, speech=speech, done=done, player=player, link=link, status=status,
                     settings=settings)
     HomeAssistantBridge(config, daemon, pool.choices).attach()

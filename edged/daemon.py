@@ -12,40 +12,44 @@ synthesis scheduler (synthesis/scheduler.py) when their turn comes, at their pri
 
 A request is acknowledged to the broker only after its final event, so one the daemon had
 not finished when it died is redelivered; finished ids are remembered on disk (DoneLog) so
-a redelivery of something already spoken is acknowledged silently instead of spoken twice.
+a redelivery of something already spoken is acknowledged silently instead of spoken twice
+(a client sending a finished id again gets its final event again, marked `repeat`).
 
-In-flight window: the daemon holds at most `limits.queue` waiting requests plus the one it is
-speaking, all unacknowledged. It asks the broker for a receive maximum of `limits.queue + 2`,
-one slot more than it can hold, so a request beyond a full queue is still delivered and
-answered "busy" at once (and acknowledged) rather than held back silently by the broker.
+In-flight window: at most `limits.queue` waiting requests plus the one being spoken, all
+unacknowledged. The receive maximum asked of the broker is `limits.queue + 2` (one more than
+it holds: a request beyond a full queue is answered "busy" at once rather than held back
+silently); a synth daemon's is `limits.queue` (in the pool a request waits at the broker).
 
-Load: no outcome is ever dropped. When too much waits for the broker (mqtt/outbox.py), QoS 1
-intake slows (acknowledgements wait, so the broker holds new requests back) and QoS 0
-requests are refused, counted in `refused` in the state and in an `overloaded` event.
+The house (house/): group and pool requests come through `on_say` with their `Origin`; quiet
+hours hold announcements in the queue or drop them; a start instant is the player's. Load: no
+outcome is ever dropped; too much waiting for the broker (mqtt/outbox.py) slows QoS 1 intake
+and refuses QoS 0 requests (counted: `refused` in the state, an `overloaded` event).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from .announcer import Announcer, Job
+from .admission import Admission, Duplicate, Refusal
+from .announcer import Announcer, Job, Skipped
 from .config import Config
 from .device_state import DeviceSettings, Recent
 from .donelog import DoneLog
-from .events import ControlDone, Failed, Finished, Queued, Started
+from .events import ControlDone, Event, Failed, Finished, Queued, Started
+from .house import Reply, Schedule, late_error
+from .house.quiet import QuietKeeper
 from .jobqueue import JobQueue, QueueFull
 from .memory import MemoryGuard
-from .mqtt import MqttLink, Ticket
+from .mqtt import MqttLink, Origin, Ticket
 from .outcomes import Intake, Outcomes, Problem
 from .playback import Player
 from .priorities import preempts
-from .requests import Request, RequestError, Rules, new_id, parse_control, parse_request
+from .requests import RequestError, Rules, new_id, parse_control
 from .state import StateBoard
 from .synthesis import Speech
 
@@ -80,16 +84,21 @@ class Daemon:
         self.settings = settings or DeviceSettings(None, self._pool.choices)
         """Device volume and selected voice (Home Assistant's number and select)."""
         self.recent = Recent()
+        self.schedule = Schedule(config.schedule)
+        """Quiet hours and time-of-day volume; its `clock` is injectable."""
+        self._quiet = QuietKeeper(self.schedule, self.settings)
+        self._admission = Admission(config, self._rules, speech, self._memory, done,
+                                    self.schedule)
         self._board = StateBoard(config, self._pool, self._cache, self.settings, self.recent)
-        self._out = Outcomes(link, done, self._board, self.recent, status)
+        self._out = Outcomes(link, done, self._board, self.recent, status, config.device_id)
         self.fanout = self._out.fanout
         self.heartbeat = time.monotonic()
         self.link = link
         link.handler = self
-        self._announcer = Announcer(speech, player, self.link,
-                                    stream_audio=config.mqtt.stream_audio,
-                                    fallback_to_publish=config.audio.fallback_to_publish,
-                                    beat=self._beat, settings=self.settings)
+        self._announcer = Announcer(
+            speech, player, self.link, stream_audio=config.mqtt.stream_audio,
+            fallback_to_publish=config.audio.fallback_to_publish, beat=self._beat,
+            settings=self.settings, schedule=self.schedule, skip_late=config.groups_late == "skip")
         self._worker = threading.Thread(target=self._work, name="edged-announcer", daemon=True)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -122,7 +131,7 @@ class Daemon:
         self._out.refused.report(every_s=0.0)
         self._publish_state()
 
-    def on_say(self, payload: bytes, ticket: Ticket) -> None:
+    def on_say(self, payload: bytes, ticket: Ticket, origin: Origin | None = None) -> None:
         received = time.monotonic()
         if self._stopping.is_set():
             return  # not acknowledged: the broker keeps it for the next start
@@ -130,7 +139,7 @@ class Daemon:
             if ticket.dup and (ticket.generation, ticket.mid) in self._held:
                 return  # redelivered after a reconnect; the copy we hold will be acked
         if not self._overloaded(ticket):
-            self._take(payload, ticket, received)
+            self._take(payload, ticket, received, origin)
 
     def say(self, payload: bytes) -> Intake:
         """The HTTP twin of `on_say`, from any thread: the same parsing, queue, done-log and
@@ -139,35 +148,25 @@ class Daemon:
             return Intake(new_id(), "rejected", "the daemon is stopping", "unavailable")
         return self._take(payload, None, time.monotonic())
 
-    def _take(self, payload: bytes, ticket: Ticket | None, received: float) -> Intake:
-        try:
-            request = parse_request(payload, self._rules)
-        except RequestError as err:
-            return self._reject(err.request_id or new_id(), str(err), ticket,
-                                "too_large" if err.too_large else "invalid")
-        # Without an id, an MQTT redelivery is recognised by its packet id and payload.
-        done_key = request.id if request.id_given or ticket is None else (
-            f"~{ticket.mid}:{hashlib.sha256(payload).hexdigest()[:16]}")
-        if self._seen(request, done_key, ticket):
+    def _take(self, payload: bytes, ticket: Ticket | None, received: float,
+              origin: Origin | None = None) -> Intake:
+        result = self._admission.admit(payload, ticket, received, origin, self._is_active)
+        if isinstance(result, Refusal):
+            return self._reject(result.request_id, result.error, ticket, result.problem,
+                                result.reply)
+        if isinstance(result, Duplicate):
             _LOGGER.info("Request %s was delivered again; already handled, not spoken twice",
-                         request.id)
+                         result.request_id)
+            if result.outcome is not None and not (ticket is not None and ticket.dup):
+                # A client asking again (not the broker redelivering): it may have missed it.
+                self._out.repeat(result.request_id, result.outcome, result.reply)
             self._out.ack(ticket)
-            return Intake(request.id, "duplicate")
-        over = self._memory.over_budget()
-        problem = over or self._speech.problem(request.text, request.voice,
-                                              speaker=request.speaker, speed=request.speed)
-        if problem:
-            return self._reject(request.id, problem, ticket, "unavailable" if over else "invalid")
-        ttl = request.ttl_s if request.ttl_s is not None else self.config.limits.task_timeout_s
-        return self._enqueue(Job(request, ticket, done_key, request.voice,
-                                 request.output or self.config.output, ttl, received))
+            return Intake(result.request_id, "duplicate")
+        return self._enqueue(result)
 
-    def _seen(self, request: Request, done_key: str, ticket: Ticket | None) -> bool:
-        """Finished already, or being handled now (a redelivery): never spoken twice."""
-        if done_key in self._done and (request.id_given or (ticket is not None and ticket.dup)):
-            return True
+    def _is_active(self, request_id: str) -> bool:
         with self._lock:
-            return request.id_given and request.id in self._active_ids
+            return request_id in self._active_ids
 
     def _enqueue(self, job: Job) -> Intake:
         request = job.request
@@ -175,7 +174,8 @@ class Daemon:
             displaced = self._queue.put(job, request.rank, on_admit=self._admit)
         except QueueFull:
             return self._reject(request.id, f"busy: {self._queue.maxsize} requests are already "
-                                f"waiting (limits.queue); try again later", job.ticket, "busy")
+                                f"waiting (limits.queue); try again later", job.ticket, "busy",
+                                job.reply)
         if displaced is not None:
             self._finish(displaced, Failed(displaced.request.id, error="dropped from the full "
                          f"queue to make room for {request.priority} request {request.id}"))
@@ -235,7 +235,8 @@ class Daemon:
             self._active_ids.add(job.request.id)
         # The queue's lock is an RLock: len() from here is fine.
         self._out.publish(Queued(job.request.id, priority=job.request.priority,
-                             queue=len(self._queue) + 1))
+                                 queue=len(self._queue) + 1, group=job.group,
+                                 play_at=job.instant.ms if job.instant else None), job.reply)
 
     def _interrupt(self, which: Callable[[Job], bool], reason: str) -> list[str]:
         with self._lock:
@@ -252,9 +253,14 @@ class Daemon:
     def _work(self) -> None:
         while not self._stopping.is_set():
             self.heartbeat = time.monotonic()
-            job = self._queue.get(timeout=0.5)
+            max_rank, changed = self._quiet.watch()
+            if changed:  # quiet hours began or ended, or the time-of-day volume changed
+                self._publish_state()
+            job = self._queue.get(timeout=0.5, max_rank=max_rank)
             if job is None:
                 self._out.refused.report()  # what was shed while busy, once idle
+                for held in self._quiet.expired(self._queue, max_rank):  # by their own ttl_s
+                    self._finish(held, Failed(held.request.id, error=self._quiet.expiry(held)))
                 continue
             try:
                 self._serve(job)
@@ -264,17 +270,19 @@ class Daemon:
                                          error="internal error; see the daemon log"))
 
     def _serve(self, job: Job) -> None:
-        waited = time.monotonic() - job.received
-        if waited > job.ttl_s:
-            self._finish(job, Failed(job.request.id, error=f"expired: waited {waited:.1f} s in "
-                                     f"the queue; its ttl_s is {job.ttl_s:g} s"))
+        if expired := self._quiet.expiry(job):
+            self._finish(job, Failed(job.request.id, error=expired))
             return
         with self._lock:
             self._current = job
-        self._out.publish(Started(job.request.id))
+        self._out.publish(Started(job.request.id), job.reply)
         self._publish_state()
         try:
             finished = self._announcer.announce(job)
+        except Skipped as skipped:
+            self._finish(job, Failed(job.request.id, late_ms=round(1000 * skipped.late_s, 1),
+                                     error=late_error(skipped.late_s, self.config.groups_late)))
+            return
         except Exception as err:
             if job.abort != SHUTDOWN:
                 _LOGGER.warning("Request %s failed: %s", job.request.id, err)
@@ -298,7 +306,7 @@ class Daemon:
 
     def _finish(self, job: Job, event: Finished | Failed) -> None:
         """The one final event of an accepted request, then remember it, then acknowledge."""
-        self._out.final(job.done_key, job.request.text, event)
+        self._out.final(job.done_key, job.request.text, event, job.reply)
         with self._lock:
             if job.ticket is not None:
                 self._held.pop((job.ticket.generation, job.ticket.mid), None)
@@ -307,8 +315,8 @@ class Daemon:
         self._publish_state()  # the last announcement's outcome (Home Assistant's sensors)
 
     def _reject(self, request_id: str, error: str, ticket: Ticket | None,
-                problem: Problem = "invalid") -> Intake:
-        self._out.reject(request_id, error, ticket, problem)
+                problem: Problem = "invalid", reply: Reply | None = None) -> Intake:
+        self._out.reject(request_id, error, ticket, problem, reply)
         self._publish_state()  # `refused` changed (a latest value: cheap under a flood)
         return Intake(request_id, "rejected", error, problem)
 
@@ -316,6 +324,10 @@ class Daemon:
         """A SIGHUP's config was refused: `reload_error` in the state and STATUS= say why."""
         self._out.reload_refused(reason)
         self._publish_state()
+
+    def publish_event(self, event: Event) -> None:
+        """An event of another room (a refused setting) on `<p>/event`, stamped like ours."""
+        self._out.publish(event)
 
     def report(self, part: str, value: Any) -> None:
         """Show `value` as `part` of the state (a network server's address or why it is off)."""
@@ -326,12 +338,13 @@ class Daemon:
         """What `<prefix>/state` says now."""
         with self._lock:
             speaking = self._current is not None
-        return self._out.state(speaking=speaking, queue=len(self._queue),
-                               paused=self._queue.paused)
+        state = self._out.state(speaking=speaking, queue=len(self._queue),
+                                paused=self._queue.paused)
+        state["schedule"] = self._quiet.state(self._queue)
+        return state
 
     def publish_state(self) -> None:
         """Publish `<p>/state` now (after a setting changed)."""
-        self._publish_state()
-
-    def _publish_state(self) -> None:
         self._out.publish_state(self.state())
+
+    _publish_state = publish_state

@@ -5,6 +5,9 @@ be lost after the announcement was spoken (the daemon killed between the final e
 PUBACK), so the ids of finished requests are appended to a small file and remembered for a
 window (the broker session's lifetime: after that the broker cannot redeliver anyway).
 
+With each id goes its outcome in brief (`{"event", "ts", "error"}`), so a client that asks
+again for an id already finished can be told how it ended (`outcome`), not met with silence.
+
 Each `add` is one `write` + `flush`: it survives the process being killed (the kernel has the
 bytes), not a power cut; fsync per announcement would cost milliseconds on an SD card.
 """
@@ -17,7 +20,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Any, Final
 
 from .files import atomic_write, read_bounded
 
@@ -35,6 +38,7 @@ class DoneLog:
         self.max_entries = max_entries
         self._lock = threading.Lock()
         self._done: dict[str, float] = {}
+        self._outcomes: dict[str, dict[str, Any]] = {}
         self._lines = 0
         self._file: IO[str] | None = None
         self._load()
@@ -48,16 +52,25 @@ class DoneLog:
         with self._lock:
             return len(self._done)
 
-    def add(self, key: str) -> None:
+    def outcome(self, key: str) -> dict[str, Any] | None:
+        """How `key` ended, in brief, while it is remembered."""
+        with self._lock:
+            return self._outcomes.get(key) if key in self._done else None
+
+    def add(self, key: str, outcome: dict[str, Any] | None = None) -> None:
         now = time.time()
         with self._lock:
             self._done[key] = now
+            if outcome is not None:
+                self._outcomes[key] = outcome
             if len(self._done) > self.max_entries:
-                del self._done[next(iter(self._done))]
+                oldest = next(iter(self._done))
+                del self._done[oldest]
+                self._outcomes.pop(oldest, None)
             if self._file is None:
                 return
             try:
-                self._file.write(json.dumps({"k": key, "t": round(now, 3)}) + "\n")
+                self._file.write(self._line(key, now) + "\n")
                 self._file.flush()
             except OSError as err:
                 self._give_up(err)
@@ -92,7 +105,10 @@ class DoneLog:
             if isinstance(key, str) and when > cutoff:
                 self._done.pop(key, None)
                 self._done[key] = when
+                if isinstance(entry.get("o"), dict):
+                    self._outcomes[key] = entry["o"]
         while len(self._done) > self.max_entries:
+            self._outcomes.pop(next(iter(self._done)), None)
             del self._done[next(iter(self._done))]
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,12 +117,18 @@ class DoneLog:
             self._give_up(err)
 
     def _compact(self) -> None:
-        lines = (json.dumps({"k": key, "t": round(when, 3)}) + "\n" for key, when in self._done.items())
+        lines = (self._line(key, when) + "\n" for key, when in self._done.items())
         atomic_write(self.path, "".join(lines), sync=False)
         if self._file is not None:
             self._file.close()
         self._file = self.path.open("a", encoding="utf-8")
         self._lines = len(self._done)
+
+    def _line(self, key: str, when: float) -> str:
+        entry: dict[str, Any] = {"k": key, "t": round(when, 3)}
+        if key in self._outcomes:
+            entry["o"] = self._outcomes[key]
+        return json.dumps(entry)
 
     def _give_up(self, err: OSError) -> None:
         _LOGGER.warning(

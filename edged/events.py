@@ -31,6 +31,8 @@ def _optional() -> Any:
 @dataclass(frozen=True)
 class Event:
     id: str
+    device_id: str | None = _optional()
+    """The device that says it (outcomes.py stamps it: a group's members share the ids)."""
     kind: ClassVar[str] = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -48,6 +50,10 @@ class Queued(Event):
     priority: str = "normal"
     queue: int = 0
     """Requests waiting, this one included."""
+    group: str | None = _optional()
+    """The group it was sent to (`<group_prefix>/group/<name>/say`)."""
+    play_at: int | None = _optional()
+    """The start instant it asks for (Unix ms)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,11 @@ class Finished(Event):
     """Published: audio payloads sent."""
     fallback: str | None = _optional()
     """Why it was published instead of played (audio.fallback_to_publish)."""
+    play_at: int | None = _optional()
+    """The start instant it asked for (Unix ms)."""
+    late_ms: float | None = _optional()
+    """With a start instant, played: how much later than it the first sample sounded (0: on
+    time, by this device's clock)."""
     segments: tuple[dict[str, Any], ...] = ()
     """Each language part spoken: {"language", "voice", "chars"}, in order (the voice that
     actually spoke it, after any fallback)."""
@@ -86,6 +97,8 @@ class Finished(Event):
 class Failed(Event):
     kind: ClassVar[str] = "failed"
     error: str = ""
+    late_ms: float | None = _optional()
+    """Skipped for being late (groups_late: skip): by how much."""
 
 
 @dataclass(frozen=True)

@@ -59,15 +59,33 @@ class JobQueue(Generic[T]):
             self._cond.notify()
             return displaced
 
-    def get(self, timeout: float) -> T | None:
-        """The best item, or None after `timeout` seconds (or at once when closed)."""
+    def get(self, timeout: float, max_rank: int | None = None) -> T | None:
+        """The best item, or None after `timeout` seconds (or at once when closed). With
+        `max_rank`, items of a worse rank stay (quiet hours hold them)."""
+        def eligible() -> bool:
+            return bool(self._heap) and (max_rank is None or self._heap[0][0] <= max_rank)
+
         with self._cond:
             ready = self._cond.wait_for(
-                lambda: self._closed or (self._heap and not self._paused), timeout
+                lambda: self._closed or (eligible() and not self._paused), timeout
             )
             if not ready or self._closed:
                 return None
             return heapq.heappop(self._heap)[2]
+
+    def count_worse(self, rank: int) -> int:
+        """Items waiting whose rank is worse than `rank`."""
+        with self._cond:
+            return sum(1 for entry in self._heap if entry[0] > rank)
+
+    def remove_if(self, which: Callable[[T], bool]) -> list[T]:
+        """Remove and return the waiting items `which` selects, in queue order."""
+        with self._cond:
+            gone = [entry for entry in sorted(self._heap, key=lambda e: e[:2]) if which(entry[2])]
+            if gone:
+                self._heap = [entry for entry in self._heap if not which(entry[2])]
+                heapq.heapify(self._heap)
+            return [entry[2] for entry in gone]
 
     def drain(self) -> list[T]:
         """Remove and return everything waiting, in queue order."""

@@ -8,7 +8,9 @@ done-log before it is acknowledged), refusal counts, and the retained state.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,6 +18,7 @@ from typing import Any, Literal
 from .device_state import Recent
 from .donelog import DoneLog
 from .events import Event, Failed, Fanout, Finished, Rejected
+from .house import Reply
 from .mqtt import MqttLink, Ticket
 from .refusals import Refusals
 from .state import StateBoard
@@ -42,8 +45,10 @@ class Outcomes:
     """Thread-safe."""
 
     def __init__(self, link: MqttLink, done: DoneLog, board: StateBoard, recent: Recent,
-                 status: Callable[[str], None] | None) -> None:
+                 status: Callable[[str], None] | None, device_id: str | None = None) -> None:
         self._link = link
+        self._device_id = device_id
+        """Stamped on every event: a group's members answer the same ids."""
         self._done = done
         self._board = board
         self._recent = recent
@@ -53,14 +58,32 @@ class Outcomes:
         self.refused = Refusals(self.publish, lambda: link.outgoing)
         self._reload_error: str | None = None
 
-    def publish(self, event: Event) -> None:
-        self._link.publish_json(self._link.topics.event, event.to_json())
+    def publish(self, event: Event, reply: Reply | None = None) -> dict[str, Any]:
+        """To `<prefix>/event`, the request's reply topic if any, and the in-process listeners."""
+        if self._device_id is not None:
+            event = dataclasses.replace(event, device_id=self._device_id)
+        data = event.to_json()
+        self._link.publish_json(self._link.topics.event, data)
+        if reply is not None:
+            self._link.publish_json(reply.events, data, correlation=reply.correlation)
         self.fanout.publish(event)
+        return data
 
-    def final(self, done_key: str, text: str, event: Finished | Failed) -> None:
+    def repeat(self, request_id: str, outcome: dict[str, Any], reply: Reply | None) -> None:
+        """A request already finished, asked for again: its final event once more, marked
+        `repeat` (same kind and `ts`), so a client that missed it learns how it ended."""
+        data = {"id": request_id, "event": outcome.get("event", "finished"),
+                "ts": outcome.get("ts", round(time.time(), 3)), "device_id": self._device_id,
+                "repeat": True, **{k: v for k, v in outcome.items() if k == "error"}}
+        self._link.publish_json(self._link.topics.event, data)
+        if reply is not None:
+            self._link.publish_json(reply.events, data, correlation=reply.correlation)
+
+    def final(self, done_key: str, text: str, event: Finished | Failed,
+              reply: Reply | None = None) -> None:
         """The one final event of an accepted request, logged, then remembered (not yet
         acknowledged: the caller releases the request, then acknowledges it)."""
-        self.publish(event)
+        data = self.publish(event, reply)
         if isinstance(event, Finished):
             _LOGGER.info("Finished request %s (%s, %d ms of audio, first audio after %s ms)",
                          event.id, "cached" if event.cached else "synthesized",
@@ -68,13 +91,17 @@ class Outcomes:
         else:
             _LOGGER.info("Request %s failed: %s", event.id, event.error)
         self._recent.record(text, event)
-        self._done.add(done_key)
+        brief: dict[str, Any] = {"event": event.kind, "ts": data["ts"]}
+        if isinstance(event, Failed):
+            brief["error"] = event.error[:200]
+        self._done.add(done_key, brief)
         self._board.refresh_stats()  # fresh cache figures with the outcome
 
-    def reject(self, request_id: str, error: str, ticket: Ticket | None, problem: Problem) -> None:
+    def reject(self, request_id: str, error: str, ticket: Ticket | None, problem: Problem,
+               reply: Reply | None = None) -> None:
         _LOGGER.warning("Rejected request %s: %s", request_id, error)
         self.refused.count(problem)
-        self.publish(Rejected(request_id, error=error))
+        self.publish(Rejected(request_id, error=error), reply)
         self.ack(ticket)
 
     def ack(self, ticket: Ticket | None) -> None:

@@ -24,7 +24,7 @@ EVERY_S: Final = 1.0
 class Refusals:
     """Thread-safe counters; `publish` sends an event, `outgoing` says how much waits."""
 
-    def __init__(self, publish: Callable[[Event], None], outgoing: Callable[[], int]) -> None:
+    def __init__(self, publish: Callable[[Event], object], outgoing: Callable[[], int]) -> None:
         self._publish = publish
         self._outgoing = outgoing
         self._lock = threading.Lock()

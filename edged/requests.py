@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from .bounded_json import ID_RE, RequestError, decode, kind, load_object, recover_id, short
 from .config import default_request_bytes
+from .house import Instant, check_reply_topic, start_instant
 from .languages import LanguageError, language_code
 from .priorities import PRIORITIES, rank
 
@@ -26,7 +27,11 @@ OUTPUTS: Final = ("play", "publish", "both")
 ACTIONS: Final = ("stop", "skip", "clear", "pause", "resume")
 REQUEST_FIELDS: Final = (
     "text", "id", "voice", "speaker", "speed", "volume", "priority", "output", "ttl_s", "language",
+    "play_at", "start_in_ms", "sent_at", "reply_to",
 )
+MAX_START_IN_MS: Final = 60_000
+_UNIX_MS: Final = (1e12, 1e14)
+"""A Unix time in ms (2001..5138): a plausible range, so a value in seconds is refused."""
 MAX_ID_CHARS: Final = 64
 CONTROL_MAX_BYTES: Final = 4096
 MAX_TTL_S: Final = 86400.0
@@ -68,10 +73,21 @@ class Request:
     ttl_s: float | None = None
     language: str | None = None
     """The language of the text where its script does not say (Han, digits); a code."""
+    play_at: float | None = None
+    """The instant to start at, Unix time in ms (house/instants.py)."""
+    start_in_ms: float | None = None
+    """Start this long after `sent_at`, the moment the request was published (Unix ms)."""
+    sent_at: float | None = None
+    reply_to: str | None = None
+    """Where its events and audio go (house/reply.py)."""
 
     @property
     def rank(self) -> int:
         return rank(self.priority)
+
+    @property
+    def instant(self) -> Instant | None:
+        return start_instant(self.play_at, self.start_in_ms, self.sent_at)
 
 
 @dataclass(frozen=True)
@@ -180,7 +196,33 @@ def _build(data: dict[str, Any], request_id: str | None, rules: Rules) -> Reques
         values["ttl_s"] = ttl
     if data.get("language") is not None:
         values["language"] = _language(data["language"])
+    values.update(_timing(data))
+    if data.get("reply_to") is not None:
+        topic = data["reply_to"]
+        if not isinstance(topic, str):
+            raise RequestError(f"reply_to must be a string, got {kind(topic)}")
+        problem = check_reply_topic(topic)
+        if problem:
+            raise RequestError(problem)
+        values["reply_to"] = topic
     return Request(**values)
+
+
+def _timing(data: dict[str, Any]) -> dict[str, float]:
+    """play_at, or start_in_ms with sent_at (house/instants.py)."""
+    values = {}
+    for name in ("play_at", "sent_at"):
+        if data.get(name) is not None:
+            values[name] = _number(name, data[name], *_UNIX_MS)
+    if data.get("start_in_ms") is not None:
+        values["start_in_ms"] = _number("start_in_ms", data["start_in_ms"], 0, MAX_START_IN_MS)
+    if "play_at" in values and "start_in_ms" in values:
+        raise RequestError("give play_at or start_in_ms, not both")
+    if "start_in_ms" in values and "sent_at" not in values:
+        raise RequestError("start_in_ms needs sent_at (Unix time in ms when the request was "
+                           "published), so every member computes the same instant; or give "
+                           "play_at")
+    return values
 
 
 def _language(value: object) -> str:

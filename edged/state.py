@@ -16,6 +16,7 @@ from . import __version__
 from .cache import PhraseCache
 from .config import Config
 from .device_state import DeviceSettings, Recent
+from .house import clock_state
 from .voice import VoicePool
 
 _STATS_EVERY_S: Final = 5.0
@@ -70,6 +71,9 @@ class StateBoard:
             **self._recent.state(),
             "version": __version__,
             "device_id": self._config.device_id,
+            "role": self._config.role,
+            "groups": list(self._config.groups),
+            "clock": clock_state(),
             "ts": round(time.time(), 3),
             **parts,
         }

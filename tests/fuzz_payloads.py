@@ -1,5 +1,12 @@
-"""A seeded generator of hostile MQTT payloads for `<p>/say` and `<p>/control` (for
-test_fuzz_payloads.py). Not a test module.
+"""A seeded generator of hostile MQTT payloads for every topic the daemon takes (for
+test_fuzz_payloads.py): `<p>/say` and `<p>/control` (issue 12), and the group and pool request
+topics, the settings topics `<p>/set/volume` and `<p>/set/voice`, and Home Assistant's status
+topic (issue 18). Not a test module.
+
+Group and pool requests are `say` payloads with the house's fields (play_at, start_in_ms,
+sent_at, reply_to) valid and wrong, and pool requests also MQTT 5 Response Topics and
+Correlation Data of every kind. Settings payloads are built valid or invalid on purpose: a
+valid one changes the state, an invalid one gets one `rejected`.
 
 Valid requests with every field, every field wrong in every way, plain text with control
 characters and odd scripts, invalid UTF-8, damaged and deeply nested JSON, NaN tokens,
@@ -26,8 +33,14 @@ Expect = tuple[str, str] | None
 """(id, "answered" | "rejected"): the answer must carry this id, and be a rejection."""
 
 
+TOPICS = ("say", "control", "group", "pool", "volume", "voice", "ha_status")
+Props = tuple[str | None, bytes | None]
+"""An MQTT 5 (Response Topic, Correlation Data) to send with a pool request."""
+
+
 class PayloadFuzzer:
-    def __init__(self, seed: int, tag: str, max_bytes: int) -> None:
+    def __init__(self, seed: int, tag: str, max_bytes: int, reply_base: str = "fuzz/reply",
+                 voices: tuple[str, ...] = ("tiny",)) -> None:
         self.rng = random.Random(seed)
         self.tag = tag
         self.max_bytes = max_bytes
@@ -36,6 +49,13 @@ class PayloadFuzzer:
         self.count = 0
         self.expect: Expect = None
         """What the payload last returned by `next` must get, when the generator knows."""
+        self.reply_base = reply_base
+        """Valid reply topics are made under it."""
+        self.voices = voices
+        self.props: Props = (None, None)
+        """The MQTT 5 properties of the last pool payload."""
+        self.valid_setting = False
+        """Whether the last settings payload is valid (no event) or not (one `rejected`)."""
 
     def new_id(self) -> str:
         """Unique, and no damage to a few of its characters makes another id of this form
@@ -43,12 +63,76 @@ class PayloadFuzzer:
         self.count += 1
         return f"{self.tag}{self.count:07d}x{self.count:07d}"
 
-    def next(self) -> tuple[str, bytes, Expect]:
-        """(topic suffix, payload, what its answer must be when known)."""
-        self.expect = None
-        if self.rng.random() < 0.15:
-            return "control", self.control(), self.expect
-        return "say", self.say(), self.expect
+    def payload(self, topic: str) -> bytes:
+        self.expect, self.props = None, (None, None)
+        if topic == "say":
+            return self.say()
+        if topic == "control":
+            return self.control()
+        if topic in ("group", "pool"):
+            return self.house_request(pool=topic == "pool")
+        if topic == "volume":
+            return self.volume()
+        if topic == "voice":
+            return self.voice()
+        return self.ha_status()
+
+    # -- the house's requests (issue 18) ----------------------------------------------------------
+
+    def house_request(self, pool: bool) -> bytes:
+        r = self.rng
+        if r.random() < 0.3:  # issue 12's payloads, on this topic
+            return self.say()
+        data = self._request(valid=r.random() < 0.7)
+        now_ms = 1.7e12 + r.randrange(10**9)
+        timing = r.choice([{}, {}, {"start_in_ms": r.choice([0, 5, 1500])},
+                           {"start_in_ms": r.choice([0, 10]), "sent_at": now_ms},
+                           {"play_at": r.choice([now_ms, 5, -1, "now", 1e20, True])},
+                           {"start_in_ms": r.choice([-1, 60_001, "soon"]), "sent_at": now_ms},
+                           {"sent_at": r.choice(["x", now_ms])},
+                           {"play_at": now_ms, "start_in_ms": 1, "sent_at": now_ms}])
+        data.update(timing)
+        reply_ok = f"{self.reply_base}/{self.count}"
+        if r.random() < 0.6:
+            data["reply_to"] = r.choice([reply_ok, reply_ok, "", "a/+", "#", "$SYS/x", "a//b",
+                                         "x/say", "y/control", "\u0000", 7, ["t"], "t" * 300])
+        if pool and r.random() < 0.4:
+            self.props = (r.choice([reply_ok, "a/#", "$share/x", "", "b/say", "t" * 300]),
+                          r.choice([None, b"", b"\x00\xff", b"c" * 64, b"z" * 300]))
+        rid = data.get("id")
+        if isinstance(rid, str) and rid.startswith(self.tag):
+            text = data.get("text")
+            bad = isinstance(text, str) and FORBIDDEN.search(text.strip())
+            self.expect = (rid, "rejected" if bad else "answered")
+        return self._json(data)
+
+    # -- settings and Home Assistant's status ----------------------------------------------------
+
+    def volume(self) -> bytes:
+        r = self.rng
+        self.valid_setting = r.random() < 0.5
+        if self.valid_setting:
+            value = r.choice([str(r.randrange(0, 101)), f"{r.uniform(0, 100):.3f}", "0", "100",
+                              " 40 ", "40.0"])
+            return value.encode()
+        return r.choice([b"-1", b"101", b"1e9", b"nan", b"inf", b"-inf", b"loud", b"", b"  ",
+                         b"\xff\xfe", b"4" * 300, b"[40]", b'{"volume": 40}', b"0x20",
+                         bytes(r.randrange(256) for _ in range(r.randrange(1, 40)))
+                         + b"\xff"])
+
+    def voice(self) -> bytes:
+        r = self.rng
+        self.valid_setting = r.random() < 0.4
+        if self.valid_setting:
+            return r.choice([*self.voices, "", " "]).encode()
+        return r.choice([b"nobody", b"../../etc/passwd", b"\xff", b"v" * 300,
+                         self._text().encode("utf-8", "surrogatepass") + b"!",
+                         bytes(r.randrange(256) for _ in range(r.randrange(1, 60))) + b"\xfe"])
+
+    def ha_status(self) -> bytes:
+        r = self.rng
+        return r.choice([b"online", b"offline", b"", b"  online  ", b"ONLINE", b"\xff",
+                         bytes(r.randrange(256) for _ in range(r.randrange(0, 64)))])
 
     # -- say ----------------------------------------------------------------------------------
 

@@ -257,16 +257,22 @@ def test_clear_control_fails_waiting_requests(sw: Watcher) -> None:
 
 
 def test_an_id_already_finished_is_not_spoken_twice(sw: Watcher) -> None:
-    """A second delivery of a finished id (a lost PUBACK, a publisher's retry) gets no new
-    events and no new audio: exactly-once speech."""
+    """A publisher's retry of a finished id is not queued, started or spoken again (no new
+    audio: exactly-once speech); it gets the final event once more, marked `repeat`, with the
+    original's kind and ts, so a client that missed the answer learns it."""
     rid = _rid()
     sw.say({"text": "Only once.", "id": rid})
-    sw.final(rid)
+    first = sw.final(rid)
     sw.say({"text": "Only once.", "id": rid})
     ping = _rid()
     sw.say({"text": "Ping.", "id": ping})
     sw.final(ping)
-    assert _kinds(sw, rid) == ["queued", "started", "finished"]
+    events = sw.events(rid)
+    assert [e["event"] for e in events if not e.get("repeat")] == ["queued", "started",
+                                                                    "finished"]
+    repeats = [e for e in events if e.get("repeat")]
+    assert len(repeats) == 1 and repeats[0]["event"] == "finished"
+    assert repeats[0]["ts"] == first["ts"] and repeats[0]["device_id"] == first["device_id"]
     audio_topic = f"{sw.prefix}/audio/{rid}"
     assert sum(m.topic == audio_topic for m in sw.messages) == 1
 

@@ -1,13 +1,21 @@
-"""Payload fuzz on the real daemon and broker (issue 12): every generated payload on `<p>/say`
-or `<p>/control` ends in exactly one event, the daemon stays up and within its memory budget.
+"""Payload fuzz on the real daemons and broker (issues 12 and 18): every generated payload on
+every topic a daemon takes ends in exactly one answer, the daemons stay up and within their
+memory budget.
 
-Payloads go out in batches of 25 (QoS 1, in order), then a `resume` (a batch may pause the
-queue) and a low-priority sentinel request, spoken after everything of the batch that was
-queued. When the sentinel is final, the batch's events are counted: each payload has exactly
-one answer (`rejected`, `queued` or a control's `finished`), each queued request exactly one
-final event (`finished` or `failed`), and nothing has two. Where the generator knows better
-(a valid id in an unparsable payload, a forbidden control character), the answer must carry
-the payload's id and be a rejection.
+Topics: `<p>/say`, `<p>/control`, the group topic `<house>/group/fz/say`, `<p>/set/volume`,
+`<p>/set/voice` and Home Assistant's `<discovery>/status` reach a member (output: publish, group
+`fz`); the pool topic `<house>/synth/say` (with MQTT 5 response topics and correlation data)
+reaches a synth daemon. Payloads go out in batches of 25 (QoS 1, in order), then a `resume` (a
+batch may pause the queue) and a low-priority sentinel request per daemon, spoken after
+everything of the batch that was queued. When both sentinels are final, the batch is counted:
+
+- each request (say, group, pool) or control has exactly one answer on its daemon's `<p>/event`
+  (`rejected`, `queued` or a control's `finished`), each queued request exactly one final
+  event, nothing has two; where the generator knows better (a valid id in an unparsable
+  payload, a forbidden character) the answer carries the payload's id and is a rejection;
+- each invalid setting gets exactly one `rejected` naming its topic, a valid one none;
+- each `online` on Home Assistant's status topic republishes the device config once, anything
+  else there is ignored (it is Home Assistant's own birth/will topic, not a request).
 """
 
 from __future__ import annotations
@@ -15,12 +23,15 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from conftest import Broker, free_port
 from daemon_harness import DaemonProc, Watcher
-from fuzz_payloads import PayloadFuzzer
+from fuzz_payloads import TOPICS, PayloadFuzzer
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
 from test_hardening import peak_rss_mb
 
 _BATCH = 25
@@ -31,45 +42,76 @@ _FINAL_S = 10.0
 takes well under a second here; this catches a hang, it is not a speed target)."""
 
 
+@dataclass
+class House:
+    member: DaemonProc
+    synth: DaemonProc
+    w: Watcher
+    """The member's `<p>/#` (events, state, availability)."""
+    ws: Watcher
+    """The synth daemon's events."""
+    ha: Watcher
+    """Home Assistant's discovery prefix (the device config)."""
+    house: str
+    topics: dict[str, str] = field(default_factory=dict)
+
+
 @pytest.fixture
-def fuzz_daemon(tmp_path: Path, tiny_voice_path: Path) -> Iterator[tuple[DaemonProc, Watcher]]:
+def fuzz_house(tmp_path: Path, tiny_voice_path: Path) -> Iterator[House]:
     port = free_port()
     broker = Broker(tmp_path / "broker", f"listener {port} 127.0.0.1\nallow_anonymous true\n"
                     "max_queued_messages 0\n", [port]).start()
-    prefix = f"edged-fuzz/{uuid.uuid4().hex[:10]}"
-    w = Watcher(port, prefix, topics=("event", "availability"))
-    d = DaemonProc(tmp_path / "d", port, prefix, tiny_voice_path, log_level="warning",
-                   limits={"queue": 1000, "max_chars": _MAX_CHARS, "memory_mb": _MEMORY_MB})
+    tag = uuid.uuid4().hex[:10]
+    prefix, house, ha = f"edged-fuzz/{tag}", f"fuzz-house-{tag}", f"fuzz-ha-{tag}"
+    limits = {"queue": 1000, "max_chars": _MAX_CHARS, "memory_mb": _MEMORY_MB}
+    member = DaemonProc(tmp_path / "d", port, prefix, tiny_voice_path, log_level="warning",
+                        limits=limits, groups=["fz"], http={"enabled": False},
+                        mqtt={"group_prefix": house},
+                        homeassistant={"discovery_prefix": ha})
+    synth = DaemonProc(tmp_path / "s", port, f"{prefix}-synth", tiny_voice_path,
+                       log_level="warning", limits=limits, role="synth", device_id="s",
+                       http={"enabled": False}, mqtt={"group_prefix": house},
+                       homeassistant={"discovery": False})
+    w = Watcher(port, prefix, topics=("event", "availability", "state"))
+    ws = Watcher(port, f"{prefix}-synth", topics=("event", "availability"))
+    hw = Watcher(port, ha, topics=("device/+/config",))
+    h = House(member, synth, w, ws, hw, house)
+    h.topics = {"say": f"{prefix}/say", "control": f"{prefix}/control",
+                "group": f"{house}/group/fz/say", "pool": f"{house}/synth/say",
+                "volume": f"{prefix}/set/volume", "voice": f"{prefix}/set/voice",
+                "ha_status": f"{ha}/status"}
     try:
-        d.start(w)
-        yield d, w
+        member.start(w)
+        synth.start(ws)
+        yield h
     finally:
-        d.stop()
-        w.close()
+        member.stop()
+        synth.stop()
+        for x in (w, ws, hw):
+            x.close()
         broker.stop()
 
 
-def _batch(w: Watcher, fuzzer: PayloadFuzzer, n: int) -> Counter[str]:
-    mark = w.mark()
-    expected = []
-    for _ in range(n):
-        topic, payload, expect = fuzzer.next()
-        w.publish(topic, payload)
-        if expect is not None:
-            expected.append(expect)
-    resume, sentinel = f"r-{uuid.uuid4().hex}", f"s-{uuid.uuid4().hex}"
-    w.publish("control", {"action": "resume", "id": resume})
-    w.publish("say", {"text": "Sentinel.", "id": sentinel, "priority": "low"})
-    w.final(sentinel, _FINAL_S)
-    events = [m.json() for m in w.messages[mark:] if m.topic.endswith("/event")]
-    events = [e for e in events if e["id"] not in (resume, sentinel)]
+def _publish(h: House, fuzzer: PayloadFuzzer, topic: str, payload: bytes) -> None:
+    props = None
+    response, correlation = fuzzer.props
+    if topic == "pool" and (response is not None or correlation is not None):
+        props = Properties(PacketTypes.PUBLISH)
+        if response:
+            props.ResponseTopic = response
+        if correlation is not None:
+            props.CorrelationData = correlation
+    h.w.client.publish(h.topics[topic], payload, qos=1, properties=props).wait_for_publish(10)
+
+
+def _answers(events: list[dict], n: int, expected: list, context: str) -> Counter[str]:
+    """Each of `n` requests/controls exactly one answer; each queued one exactly one final."""
     kinds = Counter(e["event"] for e in events)
     answers = [e for e in events if e["event"] in ("rejected", "queued")
                or (e["event"] == "finished" and "action" in e)]
     queued = {e["id"] for e in events if e["event"] == "queued"}
     finals = Counter(e["id"] for e in events if e["event"] in ("finished", "failed")
                      and "action" not in e)
-    context = f"payloads {fuzzer.count}: {kinds}"
     assert len(answers) == n, context
     assert len({e["id"] for e in answers}) == n, context  # one answer each, none twice
     assert set(finals) == queued and set(finals.values()) <= {1}, context
@@ -79,38 +121,98 @@ def _batch(w: Watcher, fuzzer: PayloadFuzzer, n: int) -> Counter[str]:
         assert rid in answer, f"no answer carries id {rid}; {context}"
         if outcome == "rejected":
             assert answer[rid]["event"] == "rejected", (answer[rid], context)
-    kinds["expected"] = len(expected)
     return kinds
 
 
-def _fuzz(daemon: DaemonProc, w: Watcher, seed: int, count: int) -> Counter[str]:
-    fuzzer = PayloadFuzzer(seed, f"f{seed}", 12 * _MAX_CHARS + 1024)  # the default limit
+def _batch(h: House, fuzzer: PayloadFuzzer, picks: list[str]) -> Counter[str]:
+    marks = (h.w.mark(), h.ws.mark(), h.ha.mark())
+    expected: dict[str, list] = {"member": [], "synth": []}
+    sent: Counter[str] = Counter()
+    bad_settings = online = 0
+    for topic in picks:
+        payload = fuzzer.payload(topic)
+        _publish(h, fuzzer, topic, payload)
+        sent[topic] += 1
+        if fuzzer.expect is not None:
+            expected["synth" if topic == "pool" else "member"].append(fuzzer.expect)
+        if topic in ("volume", "voice"):
+            bad_settings += not fuzzer.valid_setting
+        online += topic == "ha_status" and payload.strip() == b"online"
+    resume, sentinel, pool_sentinel = (f"{k}-{uuid.uuid4().hex}" for k in "rsp")
+    h.w.publish("control", {"action": "resume", "id": resume})
+    h.w.say({"text": "Sentinel.", "id": sentinel, "priority": "low"})
+    h.w.client.publish(h.topics["pool"], f'{{"text": "Sentinel.", "id": "{pool_sentinel}", '
+                       f'"reply_to": "{h.house}-r/x"}}', qos=1)
+    h.w.final(sentinel, _FINAL_S)
+    h.ws.final(pool_sentinel, _FINAL_S)
+    context = f"payloads {fuzzer.count}, sent {dict(sent)}"
+    member = [m.json() for m in h.w.messages[marks[0]:] if m.topic.endswith("/event")]
+    member = [e for e in member if e["id"] not in (resume, sentinel)]
+    settings = [e for e in member if e["event"] == "rejected"
+                and e["error"].startswith(f"{h.w.prefix}/set/")]
+    assert len(settings) == bad_settings, (settings, context)
+    requests = [e for e in member if e not in settings]
+    kinds = _answers(requests, sent["say"] + sent["control"] + sent["group"],
+                     expected["member"], context)
+    synth = [m.json() for m in h.ws.messages[marks[1]:] if m.topic.endswith("/event")]
+    kinds += _answers([e for e in synth if e["id"] != pool_sentinel], sent["pool"],
+                      expected["synth"], context)
+    configs = [m for m in h.ha.messages[marks[2]:] if m.payload]
+    assert len(configs) == online, context
+    kinds["expected"] = len(expected["member"]) + len(expected["synth"])
+    kinds["settings_rejected"] = bad_settings
+    return kinds
+
+
+def _fuzz(h: House, seed: int, per_topic: int, topics: tuple[str, ...]) -> Counter[str]:
+    fuzzer = PayloadFuzzer(seed, f"f{seed}", 12 * _MAX_CHARS + 1024,  # the default limit
+                           reply_base=f"{h.house}-r")
+    counts = Counter({t: 0 for t in topics})
     total: Counter[str] = Counter()
-    for _ in range(count // _BATCH):
-        total += _batch(w, fuzzer, _BATCH)
-        assert daemon.alive(), daemon.log_text()[-3000:]
-    peak = peak_rss_mb(daemon.proc.pid)
-    assert peak < _MEMORY_MB, f"peak RSS {peak:.0f} MiB over limits.memory_mb"
-    assert "Traceback" not in daemon.log_text()
+    while min(counts.values()) < per_topic:
+        picks = []
+        for _ in range(_BATCH):  # the least-fuzzed topic next (ties: at random)
+            low = min(counts.values())
+            topic = fuzzer.rng.choice([t for t in topics if counts[t] == low])
+            counts[topic] += 1
+            picks.append(topic)
+        total += _batch(h, fuzzer, picks)
+        assert h.member.alive() and h.synth.alive(), h.member.log_text()[-3000:]
+    for d in (h.member, h.synth):
+        assert d.proc is not None
+        peak = peak_rss_mb(d.proc.pid)
+        assert peak < _MEMORY_MB, f"peak RSS {peak:.0f} MiB over limits.memory_mb"
+        assert "Traceback" not in d.log_text()
+    total.update({f"sent_{t}": n for t, n in counts.items()})
     return total
 
 
 @pytest.mark.timeout(900)
-def test_fuzz_2000_payloads_each_end_in_exactly_one_event(fuzz_daemon) -> None:
-    """2,000 generated payloads across say and control: each exactly one answer, each queued
-    request exactly one final event; the daemon stays up, under its memory budget, with no
-    traceback; every kind of outcome occurs."""
-    daemon, w = fuzz_daemon
-    kinds = _fuzz(daemon, w, seed=1, count=2000)
+def test_fuzz_2000_payloads_each_end_in_exactly_one_event(fuzz_house: House) -> None:
+    """2,000 generated payloads across say and control (issue 12): each exactly one answer,
+    each queued request exactly one final event; the daemons stay up, under their memory
+    budget, with no traceback; every kind of outcome occurs."""
+    kinds = _fuzz(fuzz_house, seed=1, per_topic=1000, topics=("say", "control"))
     print(f"payload fuzz outcomes: {dict(kinds)}")
     assert all(kinds[k] > 20 for k in ("rejected", "queued", "finished", "failed",
                                        "expected")), kinds
 
 
+@pytest.mark.timeout(900)
+def test_fuzz_the_house_topics_300_payloads_each(fuzz_house: House) -> None:
+    """300 payloads on each of the group, pool, volume, voice and Home Assistant status topics:
+    the same rules, and each setting and status payload answered as its topic says."""
+    kinds = _fuzz(fuzz_house, seed=3, per_topic=300,
+                  topics=("group", "pool", "volume", "voice", "ha_status"))
+    print(f"house fuzz outcomes: {dict(kinds)}")
+    assert all(kinds[k] > 20 for k in ("rejected", "queued", "finished", "expected",
+                                       "settings_rejected")), kinds
+
+
 @pytest.mark.long
-@pytest.mark.timeout(3600)
-def test_fuzz_10000_payloads_each_end_in_exactly_one_event(fuzz_daemon) -> None:
-    """The same with 10,000 payloads from another seed (make test-long)."""
-    daemon, w = fuzz_daemon
-    kinds = _fuzz(daemon, w, seed=2, count=10000)
-    assert kinds["rejected"] + kinds["queued"] > 8000, kinds
+@pytest.mark.timeout(7200)
+def test_fuzz_10000_payloads_on_every_topic(fuzz_house: House) -> None:
+    """10,000 payloads on each of the seven topics (70,000 in all; make test-long)."""
+    kinds = _fuzz(fuzz_house, seed=2, per_topic=10000, topics=TOPICS)
+    print(f"fuzz outcomes, every topic: {dict(kinds)}")
+    assert all(kinds[f"sent_{t}"] >= 10000 for t in TOPICS), kinds

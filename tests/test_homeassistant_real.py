@@ -119,7 +119,7 @@ def edged(ha: HomeAssistant, tmp_path_factory: pytest.TempPathFactory, default_v
 
 
 def _entities(ha: HomeAssistant) -> dict[str, str]:
-    return ha.wait("the device's 14 entities", lambda: (e := ha.ours()) and len(e) == 14 and e)
+    return ha.wait("the device's 19 entities", lambda: (e := ha.ours()) and len(e) == 19 and e)
 
 
 def _available(ha: HomeAssistant, entity_id: str) -> dict[str, Any]:
@@ -139,11 +139,16 @@ def test_home_assistant_shows_the_device_and_its_entities(
         "sensor.kitchen_speaker_first_audio_uncached", "button.kitchen_speaker_stop",
         "button.kitchen_speaker_skip", "button.kitchen_speaker_clear_queue",
         "switch.kitchen_speaker_pause", "select.kitchen_speaker_voice",
-        "number.kitchen_speaker_volume", "event.kitchen_speaker_announcement"])
+        "number.kitchen_speaker_volume", "event.kitchen_speaker_announcement",
+        "binary_sensor.kitchen_speaker_quiet_hours", "sensor.kitchen_speaker_held_by_quiet_hours",
+        "sensor.kitchen_speaker_time_of_day_volume", "sensor.kitchen_speaker_effective_volume",
+        "binary_sensor.kitchen_speaker_clock_synchronized"])
     for entity_id in entities.values():
         _available(ha, entity_id)
     states = ha.states()
     assert states["sensor.kitchen_speaker_state"]["state"] == "idle"
+    assert states["binary_sensor.kitchen_speaker_quiet_hours"]["state"] == "off"
+    assert states["sensor.kitchen_speaker_time_of_day_volume"]["state"] == "100"
     assert states["select.kitchen_speaker_voice"]["attributes"]["options"] == [
         "en_US-joe-medium", "en_US-tiny-x_low"]
     assert ha.log_problems() == []

@@ -40,13 +40,17 @@ def test_say_is_spoken_with_the_same_events_on_mqtt_and_sse(http: HttpDaemon,
 
 
 def test_say_twice_with_one_id_is_spoken_once(http: HttpDaemon, watcher: Watcher) -> None:
-    """The done-log covers HTTP too: the same id again is answered "duplicate", not spoken."""
+    """The done-log covers HTTP too: the same id again is answered "duplicate", not spoken; its
+    final event is published once more, marked `repeat` (as for MQTT: docs/mqtt.md)."""
     with http.client() as client:
         assert client.post("/api/say", content=b'{"text": "Once.", "id": "dup1"}').status_code == 202
-        watcher.final("dup1")
+        first = watcher.final("dup1")
         again = client.post("/api/say", json={"text": "Once.", "id": "dup1"})
     assert again.status_code == 200 and again.json()["status"] == "duplicate"
-    assert [e["event"] for e in watcher.events("dup1")] == ["queued", "started", "finished"]
+    repeat = watcher.wait(lambda m: m.topic.endswith("/event") and m.json().get("repeat")).json()
+    assert (repeat["id"], repeat["event"], repeat["ts"]) == ("dup1", "finished", first["ts"])
+    assert [e["event"] for e in watcher.events("dup1") if not e.get("repeat")] == [
+        "queued", "started", "finished"]
 
 
 def test_say_plain_text_and_its_errors(http: HttpDaemon, watcher: Watcher) -> None:

@@ -19,7 +19,7 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
 from edged.audio import Audio, from_wav_bytes
 from edged.config import Config, ConfigError, MqttConfig, TlsConfig
-from edged.mqtt import AudioSink, MqttLink, Ticket, Topics
+from edged.mqtt import AudioSink, MqttLink, Origin, Ticket, Topics
 from edged.requests import Request, RequestError, Rules, parse_control, parse_request
 
 _TIMEOUT_S = 10.0
@@ -175,7 +175,7 @@ class Recorder:
         self.controls: queue.Queue[bytes] = queue.Queue()
         self.connects: queue.Queue[bool] = queue.Queue()
 
-    def on_say(self, payload: bytes, ticket: Ticket) -> None:
+    def on_say(self, payload: bytes, ticket: Ticket, origin: Origin | None = None) -> None:
         self.says.put((payload, ticket))
 
     def on_control(self, payload: bytes, ticket: Ticket) -> None:
@@ -318,10 +318,10 @@ def test_link_survives_a_broken_handler(broker: Broker, unique_prefix: str) -> N
     (it would crash us again on every redelivery) and the next one is served."""
 
     class Exploding(Recorder):
-        def on_say(self, payload: bytes, ticket: Ticket) -> None:
+        def on_say(self, payload: bytes, ticket: Ticket, origin: Origin | None = None) -> None:
             if payload == b"boom":
                 raise RuntimeError("handler bug")
-            super().on_say(payload, ticket)
+            super().on_say(payload, ticket, origin)
 
     recorder = Exploding()
     link = MqttLink(_config(broker.port, unique_prefix), recorder, receive_maximum=3)

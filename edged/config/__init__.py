@@ -1,6 +1,7 @@
 """The config file: schema (frozen dataclasses), loader, and the rules between fields."""
 
 from .fields import PATH_KINDS, ConfigError, check_topic_part, default_request_bytes
+from .house import parse_hhmm
 from .loader import load_config, parse_config
 from .schema import (
     AudioConfig,
@@ -11,14 +12,18 @@ from .schema import (
     LanguagesConfig,
     LimitsConfig,
     MqttConfig,
+    QuietHours,
+    ScheduleConfig,
     TlsConfig,
     VoiceConfig,
+    VolumeRange,
 )
 from .servers import HomeAssistantConfig, HttpConfig, WyomingConfig
 
 __all__ = [
     "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
     "FrontendConfig", "HomeAssistantConfig", "HttpConfig", "LanguagesConfig", "LimitsConfig",
-    "MqttConfig", "TlsConfig", "VoiceConfig", "WyomingConfig",
-    "check_topic_part", "default_request_bytes", "load_config", "parse_config",
+    "MqttConfig", "QuietHours", "ScheduleConfig", "TlsConfig", "VoiceConfig", "VolumeRange",
+    "WyomingConfig", "check_topic_part", "default_request_bytes", "load_config", "parse_config",
+    "parse_hhmm",
 ]

@@ -1,5 +1,5 @@
 """The schema of the one YAML config file: a frozen dataclass per section (fields.py says what
-a field's metadata means; the network servers' sections are in servers.py)."""
+a field's metadata means; servers.py and house.py hold the sections of those rooms)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .fields import ConfigError, check_topic_part, default_request_bytes, opt, path_of
+from .house import QuietHours, ScheduleConfig, VolumeRange, parse_hhmm
 from .servers import HomeAssistantConfig, HttpConfig, WyomingConfig
+
+__all__ = ["AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
+           "FrontendConfig", "HomeAssistantConfig", "HttpConfig", "LanguagesConfig",
+           "LimitsConfig", "MqttConfig", "QuietHours", "ScheduleConfig", "TlsConfig",
+           "VoiceConfig", "VolumeRange", "WyomingConfig", "check_topic_part",
+           "default_request_bytes", "parse_hhmm"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,9 @@ class MqttConfig:
     """Messages waiting for the broker's acknowledgement above which intake slows: QoS 1
     requests are acknowledged only once half of them went out (the broker then holds new
     ones back), QoS 0 requests are refused and counted (`overloaded` event)."""
+    group_prefix: str = "edged"
+    """First part of the house-wide topics: `<group_prefix>/group/<name>/say` (groups) and
+    the synthesis pool's `<group_prefix>/synth/say`."""
     stream_audio: bool = False
     """Publish audio in parts as each sentence is synthesized (lower latency) instead of one WAV."""
     state_dir: Path = path_of("state", Path("state"))
@@ -142,6 +152,7 @@ class MqttConfig:
     def __post_init__(self) -> None:
         if self.password_file is not None and self.username is None:
             raise ConfigError("mqtt.password_file: set without mqtt.username")
+        check_topic_part("mqtt.group_prefix", self.group_prefix)
 
 
 @dataclass(frozen=True)
@@ -233,6 +244,11 @@ class AudioConfig:
     """When playing fails on the device, publish the audio on MQTT instead (daemon)."""
 
 
+
+RESERVED_DEVICE_IDS = ("group", "synth")
+"""They would name the house-wide topics `<group_prefix>/group/...` and `.../synth/...`."""
+
+
 @dataclass(frozen=True)
 class Config:
     """The whole file."""
@@ -252,14 +268,45 @@ class Config:
     http: HttpConfig = field(default_factory=HttpConfig)
     homeassistant: HomeAssistantConfig = field(default_factory=HomeAssistantConfig)
     wyoming: WyomingConfig = field(default_factory=WyomingConfig)
+    role: Literal["play", "synth"] = "play"
+    """synth: no loudspeaker; joins the house's synthesis pool (the MQTT 5 shared subscription
+    `$share/edged-synth/<group_prefix>/synth/say`) and answers each request on its `reply_to`."""
+    groups: tuple[str, ...] = ()
+    """Groups this device belongs to: it also takes requests on
+    `<mqtt.group_prefix>/group/<name>/say`."""
+    groups_late: Literal["play", "skip"] = "play"
+    """A request with `play_at`/`start_in_ms` this device cannot start in time: start late
+    (`late_ms` in its events) or skip it (`failed`, with `late_ms`)."""
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     source: Path | None = field(default=None, metadata={"internal": True})
     """The file this config was read from (not a key)."""
 
     def __post_init__(self) -> None:
         # The device id names the default prefix and the client id, and shows in the state.
         check_topic_part("device_id", self.device_id)
+        if self.device_id in RESERVED_DEVICE_IDS:
+            raise ConfigError(f"device_id: {self.device_id!r} is reserved (it would name the "
+                              f"house-wide topics {self.mqtt.group_prefix}/{self.device_id}/...)")
         if self.mqtt.topic_prefix is not None:
             check_topic_part("mqtt.topic_prefix", self.mqtt.topic_prefix)
+        for reserved in RESERVED_DEVICE_IDS:
+            house = f"{self.mqtt.group_prefix}/{reserved}"
+            if self.topic_prefix == house or self.topic_prefix.startswith(house + "/"):
+                raise ConfigError(f"mqtt.topic_prefix: {self.topic_prefix!r} is inside the "
+                                  f"house-wide topics {house}/...")
+        for i, name in enumerate(self.groups):
+            check_topic_part(f"groups[{i}]", name)
+            if "/" in name:
+                raise ConfigError(f"groups[{i}]: a group name is one topic level, without '/': "
+                                  f"{name[:40]!r}")
+        if len(set(self.groups)) != len(self.groups):
+            raise ConfigError("groups: a group is named twice")
+        if self.role == "synth":
+            if self.output != "publish":
+                raise ConfigError("role: synth has no loudspeaker: set output: publish")
+            if self.groups:
+                raise ConfigError("groups: a synth daemon (role: synth) has no loudspeaker to "
+                                  "join a group with")
 
     @property
     def topic_prefix(self) -> str:

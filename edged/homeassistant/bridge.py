@@ -86,7 +86,7 @@ class HomeAssistantBridge:
 
     def _reject(self, error: str) -> None:
         _LOGGER.warning("Rejected a setting: %s", error)
-        self._link.publish_json(self._link.topics.event, Rejected(new_id(), error=error).to_json())
+        self._daemon.publish_event(Rejected(new_id(), error=error))
 
 
 def _text(payload: bytes) -> str:

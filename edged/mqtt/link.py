@@ -24,8 +24,7 @@ import logging
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import paho.mqtt.client as paho
 from paho.mqtt.client import ConnectFlags, DisconnectFlags
@@ -33,11 +32,11 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode, MQTTProtocolVersi
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
-from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from ..config import Config
 from ..requests import CONTROL_MAX_BYTES
 from .client_setup import Topics, no_delay, set_credentials
+from .intake import Intake, LinkHandler, Ticket
 from .outbox import Latest, Outbox
 
 _LOGGER = logging.getLogger(__name__)
@@ -48,24 +47,6 @@ _INCOMING_HEADROOM: Final = 1024 + 16
 properties) on top of its topic and payload, in the Maximum Packet Size we announce."""
 _AUDIO_WAIT_S: Final = 30.0
 """Longest the announcer waits for the broker to take pending audio before sending more."""
-
-
-@dataclass(frozen=True)
-class Ticket:
-    """What acknowledging one received QoS 1 message takes."""
-
-    mid: int
-    qos: int
-    generation: int
-    """Session generation: a PUBACK for a session the broker has forgotten must not be sent
-    (the same packet id may already name a different message in the new session)."""
-    dup: bool
-
-
-class LinkHandler(Protocol):
-    def on_say(self, payload: bytes, ticket: Ticket) -> None: ...
-    def on_control(self, payload: bytes, ticket: Ticket) -> None: ...
-    def on_connected(self, session_present: bool) -> None: ...
 
 
 class MqttLink:
@@ -86,7 +67,7 @@ class MqttLink:
         self._stopping = False
         self._last_error = ""
         self._dropped = 0
-        self._routes: dict[str, Callable[[bytes], None]] = {}
+        self.intake = Intake(config, self.topics.say, self.topics.control)
         self._on_connect_hooks: list[Callable[[], None]] = []
 
         client = paho.Client(
@@ -120,7 +101,7 @@ class MqttLink:
         """Also subscribe to `topic` (on every connect) and hand its payloads to `on_message`, on
         paho's thread (acknowledged after it returns). For integrations beside the requests
         (Home Assistant's status and its settings commands); call before start()."""
-        self._routes[topic] = on_message
+        self.intake.routes[topic] = on_message
 
     def add_on_connect(self, hook: Callable[[], None]) -> None:
         """Call `hook` on paho's thread after every (re)connect, once `online` is published."""
@@ -139,8 +120,13 @@ class MqttLink:
         self._client.loop_start()
 
     def stop(self, timeout_s: float = 2.0) -> None:
-        """Say `offline`, let queued packets (acks, events) go out, disconnect cleanly."""
+        """Leave the synthesis pool, say `offline`, let queued packets (acks, events) go out,
+        disconnect cleanly."""
         self._stopping = True
+        if self.intake.pool_filter is not None and self.connected.is_set():
+            # Leave the pool first: while we are away new requests go to the other members
+            # (what we hold, unacknowledged, stays in our session for the next start).
+            self._client.unsubscribe(self.intake.pool_filter)
         info, _ = self._send(self.topics.availability, b"offline", retain=True)
         if info is not None and self.connected.is_set():
             # RuntimeError: not connected after all; the will says offline for us then.
@@ -184,12 +170,13 @@ class MqttLink:
             _LOGGER.debug("PUBACK %d not sent (%s); the broker will redeliver", ticket.mid, rc)
 
     def publish_json(self, topic: str, data: dict[str, Any], *, retain: bool = False,
-                     latest: bool = False) -> bool:
+                     latest: bool = False, correlation: bytes | None = None) -> bool:
         payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
-        return self.publish(topic, payload, retain=retain, latest=latest)
+        return self.publish(topic, payload, retain=retain, latest=latest, correlation=correlation)
 
     def publish(self, topic: str, payload: bytes, *, retain: bool = False,
-                bulky: bool = False, latest: bool = False) -> bool:
+                bulky: bool = False, latest: bool = False,
+                correlation: bytes | None = None) -> bool:
         """QoS 1, kept by paho while disconnected. `bulky` (audio): bounded in bytes, dropped
         while disconnected beyond the offline buffer (False). `latest` (state): only the
         newest value waits behind the one in flight."""
@@ -198,7 +185,8 @@ class MqttLink:
             if self._outbox.claim_latest(value):
                 self._publish_latest(value)
             return True
-        return self._send(topic, payload, retain=retain, bulky=bulky)[0] is not None
+        return self._send(topic, payload, retain=retain, bulky=bulky,
+                          correlation=correlation)[0] is not None
 
     def _publish_latest(self, value: Latest | None) -> None:
         while value is not None:
@@ -206,7 +194,8 @@ class MqttLink:
                                       latest=True)
 
     def _send(self, topic: str, payload: bytes, *, retain: bool = False, bulky: bool = False,
-              latest: bool = False) -> tuple[paho.MQTTMessageInfo | None, Latest | None]:
+              latest: bool = False, correlation: bytes | None = None,
+              ) -> tuple[paho.MQTTMessageInfo | None, Latest | None]:
         """Hand one message to paho: its info (None: refused) and, for a latest-value topic,
         the value due next. Never called with a lock of ours held (see outbox.py)."""
         limit = self.payload_limit(topic)
@@ -216,7 +205,11 @@ class MqttLink:
             return None, self._outbox.release_latest(topic) if latest else None
         if bulky and not self._room_for_audio(topic, len(payload)):
             return None, None
-        info = self._client.publish(topic, payload, qos=1, retain=retain)
+        props = None
+        if correlation is not None:  # MQTT 5 Correlation Data: the requester's own tag
+            props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+            props.CorrelationData = correlation
+        info = self._client.publish(topic, payload, qos=1, retain=retain, properties=props)
         if info.rc not in (MQTTErrorCode.MQTT_ERR_SUCCESS, MQTTErrorCode.MQTT_ERR_NO_CONN):
             self._note_drop(topic, paho.error_string(info.rc))
             return None, self._outbox.release_latest(topic) if latest else None
@@ -268,12 +261,8 @@ class MqttLink:
             if not flags.session_present:
                 self._generation += 1  # acks of messages from the old session are void now
             self._max_packet = getattr(props, "MaximumPacketSize", None)
-            # A retained request (a publisher's mistake) would otherwise be replayed, and
-            # spoken again, on every (re)subscribe: take requests only as they are published.
-            options = SubscribeOptions(qos=1, retainHandling=SubscribeOptions.RETAIN_DO_NOT_SEND)
-            client.subscribe([(self.topics.say, options), (self.topics.control, options)])
-            if self._routes:  # retained messages welcome here (Home Assistant's status)
-                client.subscribe([(topic, SubscribeOptions(qos=1)) for topic in self._routes])
+            for batch in self.intake.subscriptions():
+                client.subscribe(batch)
             self._send(self.topics.availability, b"online", retain=True)
             self._last_error = ""
             self.connected.set()
@@ -330,12 +319,11 @@ class MqttLink:
         try:
             if self.handler is None:  # not started by a daemon: nothing can answer it
                 self.ack(ticket)
-            elif msg.topic == self.topics.say:
-                self.handler.on_say(bytes(msg.payload), ticket)
-            elif msg.topic == self.topics.control:
-                self.handler.on_control(bytes(msg.payload), ticket)
-            elif msg.topic in self._routes:
-                self._routes[msg.topic](bytes(msg.payload))
+            elif self.intake.dispatch(self.handler, msg.topic, bytes(msg.payload), ticket,
+                                      msg.properties):
+                pass
+            elif msg.topic in self.intake.routes:
+                self.intake.routes[msg.topic](bytes(msg.payload))
                 self.ack(ticket)
             else:  # a subscription left over from an older config in the same session
                 self.ack(ticket)

@@ -19,8 +19,11 @@ class AudioSink:
     alone, then `<prefix>/audio/<id>/end` with `{"parts", "frames", "rate_hz", "duration_ms"}`.
     """
 
-    def __init__(self, link: MqttLink, topic: str, *, stream: bool) -> None:
+    def __init__(self, link: MqttLink, topic: str, *, stream: bool,
+                 correlation: bytes | None = None) -> None:
         self._link = link
+        self._correlation = correlation
+        """MQTT 5 Correlation Data of the request (reply_to), on every payload."""
         self._topic = topic
         self._stream = stream
         self._held: list[Audio] = []
@@ -48,12 +51,14 @@ class AudioSink:
             wav = to_wav_bytes(whole)
             if len(wav) <= self._link.payload_limit(self._topic):
                 self._mark()
-                self.complete &= self._link.publish(self._topic, wav, bulky=True)
+                self.complete &= self._link.publish(self._topic, wav, bulky=True,
+                                                    correlation=self._correlation)
                 return 1
             self._send_parts(whole)
         end = {"parts": self._parts, "frames": self._frames, "rate_hz": self._rate,
                "duration_ms": round(1000 * self._frames / self._rate) if self._rate else 0}
-        self.complete &= self._link.publish_json(f"{self._topic}/end", end)
+        self.complete &= self._link.publish_json(f"{self._topic}/end", end,
+                                                 correlation=self._correlation)
         return self._parts
 
     def _send_parts(self, audio: Audio) -> None:
@@ -64,7 +69,7 @@ class AudioSink:
             part = Audio(samples[start:start + per_part], audio.rate_hz)
             self._mark()
             sent = self._link.publish(f"{self._topic}/{self._parts}", to_wav_bytes(part),
-                                      bulky=True)
+                                      bulky=True, correlation=self._correlation)
             self.complete &= sent
             self._parts += 1
 

@@ -40,6 +40,8 @@ _BLOCKED_S: Final = 0.005
 """A write that took longer than this waited for room: the device buffer is full."""
 _STALL_S: Final = 10.0
 """No progress for this long while playing: the device hangs (a USB device gone mid-write)."""
+_LATE_S: Final = _BLOCK_S
+"""With a start instant: later than this counts as late (one block of writing)."""
 
 
 
@@ -70,11 +72,15 @@ class Player:
         self._device.check()
 
     def play(self, chunks: Iterable[Audio], *, priority: str = "normal", volume: float = 1.0,
-             rate_hz: int | None = None) -> PlaybackReport:
+             rate_hz: int | None = None, start_at: float | None = None,
+             skip_late: bool = False) -> PlaybackReport:
         """Play chunks as they come (see the module docstring); blocks until played.
 
         `rate_hz` (the voice's rate) lets the device open before the first chunk exists;
         without it, the first announcement waits for its first chunk before the pre-roll.
+        `start_at` (time.monotonic()): the first sample (chime or voice) sounds then, by this
+        player's clock: silence is written up to it, to the frame. A first chunk that is not
+        there in time starts late (`late_s`), or with `skip_late` not at all (`skipped`).
         """
         if priority not in PRIORITIES:
             raise ValueError(f"priority {priority!r}; expected one of {', '.join(PRIORITIES)}")
@@ -91,7 +97,7 @@ class Player:
             if not first:
                 return PlaybackReport(False, 0, 0.0, None, 0.0)
             hint = first[0].rate_hz
-        session = Session(priority, hint)
+        session = Session(priority, hint, start_at, skip_late)
         self._begin(session)
         try:
             self._wait(session, session.ready)
@@ -115,7 +121,8 @@ class Player:
             underrun_ms=round(1000 * session.underrun_frames / rate, 1),
             first_audio_s=None if session.first_sound is None else session.first_sound - started,
             duration_s=session.frames / rate, device_errors=session.device_errors,
-            wait_ms=round(1000 * session.wait_frames / rate, 1))
+            wait_ms=round(1000 * session.wait_frames / rate, 1), started_at=session.started_at,
+            late_s=_late(session), skipped=session.skipped)
 
     def interrupt(self) -> None:
         """Fade out what is playing now; its play() returns interrupted=True as soon as the
@@ -148,7 +155,9 @@ class Player:
 
     def _feed(self, session: Session, chunks: Iterable[Audio], volume: float) -> None:
         rate = session.rate
-        lead_in = [np.zeros(int(rate * self._config.preroll_ms / 1000), dtype=np.int16)]
+        # With an instant, the silence up to it is the pre-roll (written by the player thread).
+        preroll = 0 if session.start_at is not None else self._config.preroll_ms
+        lead_in = [np.zeros(int(rate * preroll / 1000), dtype=np.int16)]
         if session.priority in self._chimes:
             lead_in.append(self._chimes.at(session.priority, rate, volume))
         # One push: a caller slow to shape the chime must not get wait silence between the
@@ -197,11 +206,11 @@ class Player:
             self._device.open(session.rate_hint, lambda s: self._backoff(session, s))
         session.rate = self._device.rate or 0
         session.ready.set()
-        with session.cond:  # the device starts when there is something to play
-            while not (session.pending or session.eof or session.abort):
-                session.cond.wait(1.0)
+        with session.cond:  # the device starts when there is something to play (and it is time)
+            while not self._may_start(session):
+                session.cond.wait(self._start_wait(session))
                 self._heartbeat = time.monotonic()
-            if not session.pending or session.abort:
+            if not session.pending or session.abort or session.skipped:
                 return
         self._start(session)
         try:
@@ -230,9 +239,14 @@ class Player:
                         s.cond.wait(slack - low)
                     else:
                         break
+                pad = self._pad(s, block) if s.pending and not s.abort else None
+                if s.skipped:
+                    return
                 if s.abort:
                     tail = s.take(fade_n)
                     s.pending.clear()
+                elif pad is not None:  # silence up to the start instant
+                    piece = pad
                 elif s.pending:
                     piece, in_gap = s.take(block), False
                 elif s.eof:
@@ -250,6 +264,42 @@ class Player:
                     self._write(s, to_int16(fade(to_float(tail), n_out=len(tail))))
                 return
             self._write(s, piece)
+
+    # -- the start instant (player thread, session.cond held) ------------------------------------
+
+    def _may_start(self, s: Session) -> bool:
+        if s.abort or s.eof and not s.pending:
+            return True
+        if s.start_at is None:
+            return bool(s.pending)
+        now = time.monotonic()
+        if s.skip_late and not s.pending and now > s.start_at + _LATE_S:
+            s.skipped = True  # nothing to play at the instant: the policy says skip
+            s.started_at = now
+            return True
+        # Start the device a pre-roll (and the write-ahead) before the instant, not earlier.
+        lead = (self._config.preroll_ms + self._config.buffer_ms) / 1000 + _BLOCK_S
+        return bool(s.pending) and now >= s.start_at - lead
+
+    def _start_wait(self, s: Session) -> float:
+        if s.start_at is None:
+            return 1.0
+        lead = (self._config.preroll_ms + self._config.buffer_ms) / 1000 + _BLOCK_S
+        return min(1.0, max(s.start_at - lead - time.monotonic(), 0.001))
+
+    def _pad(self, s: Session, block: int) -> Pcm | None:
+        """Silence still due before the start instant (None: none, the content plays now).
+        The first call at or after the instant fixes when the first sample sounds."""
+        if s.start_at is None or s.started_at is not None:
+            return None
+        at = max(self._dev_end, time.monotonic())  # when the next frame written will sound
+        frames = round((s.start_at - at) * (self._device.rate or 1))
+        if frames > 0:
+            return np.zeros(min(frames, block), dtype=np.int16)
+        s.started_at = at
+        if s.skip_late and at - s.start_at > _LATE_S:
+            s.skipped = True
+        return None
 
     # -- device handling (player thread) --------------------------------------------------------
 
@@ -291,3 +341,9 @@ class Player:
 
     def _stop(self) -> None:
         self._device.stop()
+
+
+def _late(session: Session) -> float:
+    if session.start_at is None or session.started_at is None:
+        return 0.0
+    return max(0.0, session.started_at - session.start_at)

@@ -26,13 +26,25 @@ class PlaybackReport:
     """Device failures survived by reopening it during this announcement."""
     wait_ms: float = 0.0
     """Silence written after the pre-roll and chime while the first sentence was synthesized."""
+    started_at: float | None = None
+    """With a start instant: when the first sample sounds, by the player's clock (monotonic)."""
+    late_s: float = 0.0
+    """With a start instant: how much later than it the first sample sounds."""
+    skipped: bool = False
+    """Not started: it would have been late and the policy was `skip`."""
 
 
 class Session:
     """One announcement between play() (the caller pushes samples) and the player thread."""
 
-    def __init__(self, priority: str, rate_hint: int) -> None:
+    def __init__(self, priority: str, rate_hint: int, start_at: float | None = None,
+                 skip_late: bool = False) -> None:
         self.priority, self.rate_hint = priority, rate_hint
+        self.start_at = start_at
+        """The instant (monotonic) the first sample should sound at; None: when ready."""
+        self.skip_late = skip_late
+        self.started_at: float | None = None
+        self.skipped = False
         self.cond = threading.Condition()
         self.pending: deque[Pcm] = deque()  # int16 mono at the device rate
         self.voice = self.eof = self.abort = False
