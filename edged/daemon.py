@@ -256,7 +256,7 @@ class Daemon:
             max_rank, changed = self._quiet.watch()
             if changed:  # quiet hours began or ended, or the time-of-day volume changed
                 self._publish_state()
-            job = self._queue.get(timeout=0.5, max_rank=max_rank)
+            job = self._queue.get(timeout=0.5, max_rank=self._quiet.schedule.eligible_rank)
             if job is None:
                 self._out.refused.report()  # what was shed while busy, once idle
                 for held in self._quiet.expired(self._queue, max_rank):  # by their own ttl_s

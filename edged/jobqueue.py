@@ -59,11 +59,16 @@ class JobQueue(Generic[T]):
             self._cond.notify()
             return displaced
 
-    def get(self, timeout: float, max_rank: int | None = None) -> T | None:
+    def get(self, timeout: float,
+            max_rank: Callable[[], int | None] | None = None) -> T | None:
         """The best item, or None after `timeout` seconds (or at once when closed). With
-        `max_rank`, items of a worse rank stay (quiet hours hold them)."""
+        `max_rank`, items of a worse rank stay (quiet hours hold them); it is asked each time
+        an item arrives, so hours that begin while this waits hold what arrives after."""
         def eligible() -> bool:
-            return bool(self._heap) and (max_rank is None or self._heap[0][0] <= max_rank)
+            if not self._heap:
+                return False
+            limit = None if max_rank is None else max_rank()
+            return limit is None or self._heap[0][0] <= limit
 
         with self._cond:
             ready = self._cond.wait_for(
