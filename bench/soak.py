@@ -24,11 +24,9 @@ BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
 sys.path += [str(BENCH.parent / "tests"), str(BENCH)]
 from common import REPO_DIR, machine_info, summary, write_result  # noqa: E402
-from soak import LONG_PLAN, REAL_VOICE_PLAN, Soak, SoakPlan  # noqa: E402
+from soak import LONG_PLAN, REAL_VOICE_PLAN, SHORT_PLAN, Soak  # noqa: E402
 
 IMG = REPO_DIR / "docs" / "img"
-SHORT = SoakPlan(count=500, minutes=1.0, broker_kills=2, daemon_kills=2, retry_s=8.0,
-                 drain_s=90.0, sample_s=0.5, burst=25)
 
 
 def _kill_lines(ax: Any, kills: list[dict[str, Any]]) -> None:
@@ -150,7 +148,7 @@ def main() -> None:
     args = parser.parse_args()
     from make_tiny_voice import make_tiny_voice
 
-    plan = SHORT if args.short else LONG_PLAN
+    plan = SHORT_PLAN if args.short else LONG_PLAN
     result: dict[str, Any] = {"machine": machine_info()}
     with tempfile.TemporaryDirectory(prefix="edged-soak-") as tmp:
         voice = make_tiny_voice(Path(tmp) / "tiny" / "tiny.onnx")

@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import threading
 import time
@@ -79,10 +80,20 @@ LONG_PLAN = SoakPlan(count=10_000, minutes=30.0, broker_kills=5, daemon_kills=5,
 20 show one process's memory. With the tiny test voice: 5.6 announcements a second is more than
 one synthesis worker makes with the real voice on 2 shared cores (tried: its queue grew by 4
 a second), and the soak is about what is lost, not about the voice."""
+SHORT_PLAN = SoakPlan(count=500, minutes=1.0, broker_kills=2, daemon_kills=2,
+                      daemon_kill_window=(0.1, 0.6), retry_s=8.0, drain_s=90.0, sample_s=0.5,
+                      burst=25)
+"""make test: the daemon kills within the first 36 s, so the last process is sampled for at
+least 24 s (the memory window needs 10 samples; a kill near the end left too few)."""
 REAL_VOICE_PLAN = SoakPlan(count=300, minutes=5.0, broker_kills=0, daemon_kills=0,
                            wyoming_every=0, retry_s=60.0, drain_s=120.0, sample_s=5.0)
 """bench/soak.py's first-audio run with the real default voice: one announcement a second, the
 same mix, no kills."""
+
+
+def _cause(error: str) -> str:
+    """An error without its ids and figures, so errors of one cause count together."""
+    return re.sub(r"[0-9.]+", "N", re.sub(r"request \S+", "request <id>", error))[:80]
 
 
 @dataclass
@@ -107,6 +118,8 @@ class Books:
     wyoming: Counter[str] = field(default_factory=Counter)
     resends: list[float] = field(default_factory=list)
     """When the client sent an id again (seconds into the run)."""
+    why_failed: Counter[str] = field(default_factory=Counter)
+    """The errors of failed and rejected outcomes, numbers blanked (a cause, not an id)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     cond: threading.Condition = field(init=False)
 
@@ -153,6 +166,8 @@ class Collector:
                     b.arrivals.append((now, e["id"], e["event"]))
                     if e["event"] in FINAL:
                         b.final_ids.add(e["id"])
+                        if e["event"] != "finished" and not e.get("repeat"):
+                            b.why_failed[_cause(str(e.get("error")))] += 1
                     if e["event"] == "finished" and not e.get("repeat"):
                         b.finished.setdefault(e["id"], e)
             else:
