@@ -19,6 +19,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -32,10 +33,12 @@ _MAX_FILE_BYTES: Final = 64 << 20
 class DoneLog:
     """Thread-safe set of recently finished request keys, backed by an append-only file."""
 
-    def __init__(self, path: Path, window_s: float, max_entries: int = 50_000) -> None:
+    def __init__(self, path: Path, window_s: float, max_entries: int = 50_000,
+                 clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self.window_s = window_s
         self.max_entries = max_entries
+        self._clock = clock
         self._lock = threading.Lock()
         self._done: dict[str, float] = {}
         self._outcomes: dict[str, dict[str, Any]] = {}
@@ -46,7 +49,7 @@ class DoneLog:
     def __contains__(self, key: str) -> bool:
         with self._lock:
             when = self._done.get(key)
-        return when is not None and time.time() - when < self.window_s
+        return when is not None and self._clock() - when < self.window_s
 
     def __len__(self) -> int:
         with self._lock:
@@ -58,15 +61,13 @@ class DoneLog:
             return self._outcomes.get(key) if key in self._done else None
 
     def add(self, key: str, outcome: dict[str, Any] | None = None) -> None:
-        now = time.time()
+        now = self._clock()
         with self._lock:
+            self._done.pop(key, None)  # oldest first: the order is the order of `when`
             self._done[key] = now
             if outcome is not None:
                 self._outcomes[key] = outcome
-            if len(self._done) > self.max_entries:
-                oldest = next(iter(self._done))
-                del self._done[oldest]
-                self._outcomes.pop(oldest, None)
+            self._forget(now - self.window_s)
             if self._file is None:
                 return
             try:
@@ -88,7 +89,7 @@ class DoneLog:
     # -- file handling (called with the lock held, or from __init__) ----------------------
 
     def _load(self) -> None:
-        cutoff = time.time() - self.window_s
+        cutoff = self._clock() - self.window_s
         try:
             raw = read_bounded(self.path, _MAX_FILE_BYTES).decode("utf-8", "replace")
         except FileNotFoundError:
@@ -107,14 +108,21 @@ class DoneLog:
                 self._done[key] = when
                 if isinstance(entry.get("o"), dict):
                     self._outcomes[key] = entry["o"]
-        while len(self._done) > self.max_entries:
-            self._outcomes.pop(next(iter(self._done)), None)
-            del self._done[next(iter(self._done))]
+        self._forget(cutoff)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._compact()
         except OSError as err:
             self._give_up(err)
+
+    def _forget(self, cutoff: float) -> None:
+        """Drop what is older than the window (the broker cannot redeliver it any more) and
+        the oldest beyond max_entries: memory follows the rate of requests, not the uptime."""
+        while self._done and (len(self._done) > self.max_entries
+                              or next(iter(self._done.values())) <= cutoff):
+            oldest = next(iter(self._done))
+            del self._done[oldest]
+            self._outcomes.pop(oldest, None)
 
     def _compact(self) -> None:
         lines = (self._line(key, when) + "\n" for key, when in self._done.items())

@@ -71,6 +71,12 @@ class SoakPlan:
     """cache.memory_mb of the daemon: the phrase cache's memory tier is bounded by it and fills
     as uncached texts are made; small, it is full within minutes, so growth after that is not
     the cache (at the default 32 MB it took 21 minutes of this mix to fill)."""
+    cache_max_mb: int = 20
+    """cache.max_mb: the files' index in memory is bounded by it (one entry per file), and at
+    this size the index is full within minutes (at 200 MB the tiny voice's files never fill it)."""
+    session_expiry_s: int = 300
+    """mqtt.session_expiry_s, which is also the window of the done-log: the ids it holds in
+    memory are those of this many seconds (the default, a day, would grow through the run)."""
 
 
 LONG_PLAN = SoakPlan(count=10_000, minutes=30.0, broker_kills=5, daemon_kills=5,
@@ -195,11 +201,13 @@ class Soak:
         self.daemon = DaemonProc(
             workdir / "daemon", self.port, self.prefix, voice, log_level="info",
             groups=["soak"], limits={"queue": 500, "stop_timeout_s": 5},
-            mqtt={"group_prefix": self.house, "state_dir": "state"},
+            mqtt={"group_prefix": self.house, "state_dir": "state",
+                  "session_expiry_s": plan.session_expiry_s},
             http={"enabled": True, "port": self.http_port},
             wyoming={"enabled": True, "port": self.wyoming_port, "zeroconf": False},
             homeassistant={"discovery": False},
-            cache={"dir": "cache", "phrases": PHRASES, "memory_mb": plan.cache_memory_mb})
+            cache={"dir": "cache", "phrases": PHRASES, "memory_mb": plan.cache_memory_mb,
+                   "max_mb": plan.cache_max_mb})
         self.books = Books()
         self.t0 = time.monotonic()
         self.stop = threading.Event()

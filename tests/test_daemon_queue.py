@@ -106,6 +106,26 @@ def test_donelog_is_bounded_and_compacts(tmp_path: Path) -> None:
     assert len(DoneLog(path, window_s=3600, max_entries=100)) == 100
 
 
+def test_donelog_forgets_in_memory_what_left_the_window(tmp_path: Path) -> None:
+    """Memory follows the request rate over the window, not the uptime: ids older than the
+    window leave memory as new ones come (and the compacted file), outcomes with them."""
+    now = [1_000_000.0]
+    log = DoneLog(tmp_path / "done.jsonl", window_s=100, clock=lambda: now[0])
+    for i in range(50):
+        log.add(f"early{i}", {"event": "finished"})
+        now[0] += 1
+    now[0] += 60  # early0..early10 are now 100 s old or more; the others are not
+    log.add("late", {"event": "failed"})
+    assert len(log) == 40 and "early10" not in log and "early11" in log
+    assert log.outcome("early10") is None and log.outcome("late") == {"event": "failed"}
+    log.add("early20")  # added again: it moves to the newest end and is kept longest
+    now[0] += 95
+    log.add("last")
+    assert len(log) == 3 and all(k in log for k in ("early20", "late", "last"))
+    log.close()
+    assert len(DoneLog(tmp_path / "done.jsonl", window_s=100, clock=lambda: now[0])) == 3
+
+
 def test_donelog_unwritable_folder_keeps_working_in_memory(tmp_path: Path) -> None:
     """A read-only state folder costs durability, not service."""
     blocker = tmp_path / "file"
