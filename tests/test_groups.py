@@ -48,7 +48,7 @@ def test_the_first_sample_sounds_at_the_instant_with_exact_silence_before_it(tmp
         report = player.play(iter([tone]), start_at=start_at)
     finally:
         player.close()
-    assert not report.skipped and report.late_s == 0.0
+    assert not report.skipped and report.late_s < 1 / RATE  # within a frame
     assert report.started_at is not None and abs(report.started_at - start_at) < 1 / RATE
     y = sink.samples()
     first = int(np.flatnonzero(y)[0])
