@@ -48,9 +48,9 @@ test-long: install
 	  $(VENV)/bin/edged voices pull zf_xiaoxiao --out $(VENV)/edged-voices
 	EDGED_TEST_VOICES=$(abspath $(VENV))/edged-voices $(VENV)/bin/pytest -m long
 
-# A real Home Assistant (../shared/homeassistant: HA core + mosquitto on loopback, installed once
+# A real Home Assistant (tests/data/homeassistant: HA core + mosquitto on loopback, installed once
 # into /tmp/ha, about 4 minutes): discovery, entities acting on edged, HA's Wyoming client.
-HA_HARNESS ?= ../shared/homeassistant
+HA_HARNESS ?= tests/data/homeassistant
 test-ha: install
 	HA_HARNESS=$(abspath $(HA_HARNESS)) $(HA_HARNESS)/install.sh
 	HA_HARNESS=$(abspath $(HA_HARNESS)) $(VENV)/bin/pytest -m ha -v

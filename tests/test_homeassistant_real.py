@@ -1,4 +1,4 @@
-"""Against a real Home Assistant (`make test-ha`): the harness of ../shared/homeassistant runs HA
+"""Against a real Home Assistant (`make test-ha`): the harness of tests/data/homeassistant runs HA
 core 2025.4.4 and its mosquitto on loopback; `edged run` joins that broker with the real default
 voice. HA discovers the device, its entities act on the daemon, and HA's own Wyoming client
 speaks through edged (the harness's check_wyoming_tts.py, 40-odd checks).
@@ -26,7 +26,7 @@ from daemon_harness import DaemonProc, Watcher
 
 pytestmark = [pytest.mark.long, pytest.mark.ha]
 
-HARNESS = Path(os.environ.get("HA_HARNESS", ROOT.parent / "shared" / "homeassistant"))
+HARNESS = Path(os.environ.get("HA_HARNESS", ROOT / "tests" / "data" / "homeassistant"))
 HA_DIR = Path(os.environ.get("HA_HARNESS_DIR", "/tmp/ha"))
 HA_PY = Path(os.environ.get("HA_VENV", HA_DIR / "venv")) / "bin" / "python"
 _TIMEOUT_S = 60.0
