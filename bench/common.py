@@ -126,12 +126,18 @@ def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
     return round(resource.getrusage(who).ru_maxrss / 1024, 1)
 
 
+def proc_mb(pid: int | str = "self", field: str = "VmRSS") -> float:
+    """A memory figure of a process in MB from /proc/<pid>/status (VmRSS: now, VmHWM: its
+    peak); Linux reports KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    raise LookupError(f"no {field} in /proc/{pid}/status")
+
+
 def rss_now_mb() -> float:
     """Current resident set of this process in MB (VmRSS)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return float("nan")
+    return round(proc_mb(), 1)
 
 
 # ------------------------------------------------------------------------ workers

@@ -41,7 +41,7 @@ import yaml  # noqa: E402
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import CORPUS_DIR, REPO_DIR, free_port, machine_info, summary, table, write_result  # noqa: E402
+from common import CORPUS_DIR, REPO_DIR, free_port, machine_info, proc_mb, summary, table, write_result  # noqa: E402
 
 REPS = 9
 PHRASE = "The front door is open."
@@ -68,10 +68,7 @@ print(f"{idle:.1f} {hwm():.1f} {time.monotonic() - start:.3f} {n}")
 
 
 def _hwm_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return float("nan")
+    return round(proc_mb(pid, "VmHWM"), 1)
 
 
 class Broker:

@@ -36,7 +36,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import http.client  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import CORPUS_DIR, REPO_DIR, free_port, machine_info, ratio, summary, table, write_result  # noqa: E402
+from common import CORPUS_DIR, REPO_DIR, free_port, machine_info, proc_mb, ratio, summary, table, write_result  # noqa: E402
 
 CORPUS = CORPUS_DIR / "announcements_en.txt"
 CACHED_REQUESTS = 300
@@ -57,13 +57,6 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 120)
         except OSError:
             time.sleep(0.02)  # polling a port: no event to wait on
     raise TimeoutError(port)
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
 
 
 def _start_edged(workdir: Path, http_on: bool) -> tuple[subprocess.Popen[bytes], int]:
@@ -175,7 +168,7 @@ def _idle_rss(workdir: Path) -> dict[str, Any]:
                 if variant == "on":
                     _wait_port(port, proc)
                 time.sleep(2.0)  # idle: let start-up garbage settle before reading RSS
-                figures[variant].append(_rss_mb(proc.pid))
+                figures[variant].append(proc_mb(proc.pid))
             finally:
                 proc.terminate()
                 proc.wait(30)

@@ -30,7 +30,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import http.client  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import free_port, machine_info, summary, table, write_result  # noqa: E402
+from common import free_port, machine_info, proc_mb, summary, table, write_result  # noqa: E402
 
 RUNS = 5
 REQUESTS = 200
@@ -99,13 +99,6 @@ else:
 '''
 
 
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
-
-
 def _wait_port(port: int, proc: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -129,7 +122,7 @@ def _one(stack: str) -> dict[str, Any]:
         import_s = float(proc.stdout.readline().split()[1])
         _wait_port(port, proc)
         ready_s = time.monotonic() - spawn
-        rss_start = _rss_mb(proc.pid)
+        rss_start = proc_mb(proc.pid)
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         started = time.perf_counter()
         for _ in range(REQUESTS):
@@ -147,7 +140,7 @@ def _one(stack: str) -> dict[str, Any]:
             whole = time.perf_counter() - begin
         conn.close()
         return {"import_s": import_s, "ready_s": ready_s, "rss_start_mb": rss_start,
-                "rss_after_mb": _rss_mb(proc.pid), "requests_per_s": rps,
+                "rss_after_mb": proc_mb(proc.pid), "requests_per_s": rps,
                 "first_part_s": first, "whole_stream_s": whole}
     finally:
         proc.kill()

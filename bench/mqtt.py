@@ -36,7 +36,7 @@ import yaml  # noqa: E402
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import REPO_DIR, free_port, machine_info, summary, table, wait_port, write_result  # noqa: E402
+from common import REPO_DIR, free_port, machine_info, proc_mb, summary, table, wait_port, write_result  # noqa: E402
 
 PHRASE = "Someone is at the front door."
 _ROOMS = ["kitchen", "bedroom", "bathroom", "living room", "garage", "hall", "office", "attic"]
@@ -153,12 +153,9 @@ def _throughput(client: Client, n: int, window: int) -> dict[str, Any]:
 
 def _peak_rss_mb(pid: int) -> float | None:
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
+        return round(proc_mb(pid, "VmHWM"), 1)
+    except (OSError, LookupError):
         return None
-    return None
 
 
 def _start_broker(work: Path, nodelay: bool) -> tuple[subprocess.Popen, int]:

@@ -32,7 +32,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
 sys.path += [str(BENCH.parent / "tests"), str(BENCH)]
 import paho.mqtt.client as mqtt  # noqa: E402
-from common import machine_info, summary, write_result  # noqa: E402
+from common import machine_info, proc_mb, summary, write_result  # noqa: E402
 from conftest import Broker, free_port  # noqa: E402
 from daemon_harness import DaemonProc, Watcher  # noqa: E402
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion  # noqa: E402
@@ -84,10 +84,7 @@ class Speaker:
 
 
 def rss(pid: int) -> dict[str, float]:
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text()
-                  .splitlines() if ":" in line)
-    return {k: round(int(fields[f].split()[0]) / 1024, 1) for k, f in
-            (("rss_mb", "VmRSS"), ("peak_rss_mb", "VmHWM"))}
+    return {k: round(proc_mb(pid, f), 1) for k, f in (("rss_mb", "VmRSS"), ("peak_rss_mb", "VmHWM"))}
 
 
 def members(root: Path, port: int, voice: Path, n: int) -> list[tuple[DaemonProc, Watcher]]:

@@ -63,11 +63,14 @@ class Outcomes:
         if self._device_id is not None:
             event = dataclasses.replace(event, device_id=self._device_id)
         data = event.to_json()
+        self._send(data, reply)
+        self.fanout.publish(event)
+        return data
+
+    def _send(self, data: dict[str, Any], reply: Reply | None) -> None:
         self._link.publish_json(self._link.topics.event, data)
         if reply is not None:
             self._link.publish_json(reply.events, data, correlation=reply.correlation)
-        self.fanout.publish(event)
-        return data
 
     def repeat(self, request_id: str, outcome: dict[str, Any], reply: Reply | None) -> None:
         """A request already finished, asked for again: its final event once more, marked
@@ -75,9 +78,7 @@ class Outcomes:
         data = {"id": request_id, "event": outcome.get("event", "finished"),
                 "ts": outcome.get("ts", round(time.time(), 3)), "device_id": self._device_id,
                 "repeat": True, **{k: v for k, v in outcome.items() if k == "error"}}
-        self._link.publish_json(self._link.topics.event, data)
-        if reply is not None:
-            self._link.publish_json(reply.events, data, correlation=reply.correlation)
+        self._send(data, reply)
 
     def final(self, done_key: str, text: str, event: Finished | Failed,
               reply: Reply | None = None) -> None:

@@ -101,16 +101,21 @@ def _synth(make, house: str, name: str) -> DaemonProc:
                 mqtt={"group_prefix": house, "topic_prefix": f"{house}-dev/{name}"})
 
 
+def _two_members(make, port: int, house: str) -> tuple[DaemonProc, list[Watcher]]:
+    """Synth daemons s1 and s2 started, each with a watcher on its prefix: (s1, watchers)."""
+    daemons, watchers = [], []
+    for name in ("s1", "s2"):
+        watchers.append(Watcher(port, f"{house}-dev/{name}"))
+        daemons.append(_synth(make, house, name).start(watchers[-1]))
+    return daemons[0], watchers
+
+
 def test_the_pool_shares_requests_and_answers_each_on_its_reply_topic(
         make_daemon, broker: Broker, house: str) -> None:  # noqa: F811
     """Two synth daemons, six requests with reply_to: each answered once on the reply topic
     (queued, started, finished) with a WAV on <reply_to>/audio/<id>; the broker spread them
     over both members (device_id says who)."""
-    members = []
-    for name in ("s1", "s2"):
-        w = Watcher(broker.port, f"{house}-dev/{name}")
-        _synth(make_daemon, house, name).start(w)
-        members.append(w)
+    _, members = _two_members(make_daemon, broker.port, house)
     speaker = Replies(broker.port, house)
     try:
         ids = [f"p-{i}-{uuid.uuid4().hex[:6]}" for i in range(6)]
@@ -168,10 +173,7 @@ def test_a_killed_member_gets_its_requests_again_when_it_comes_back(
     of the pool's requests unacknowledged; SIGKILLed, it loses nothing: restarted, the broker
     hands that member the same requests again (not to the other member) and each is answered
     once, by it."""
-    w = Watcher(broker.port, f"{house}-dev/s1")
-    d = _synth(make_daemon, house, "s1").start(w)
-    other = Watcher(broker.port, f"{house}-dev/s2")
-    _synth(make_daemon, house, "s2").start(other)
+    d, (w, other) = _two_members(make_daemon, broker.port, house)
     speaker = Replies(broker.port, house)
     try:
         w.control("pause")
@@ -201,10 +203,7 @@ def test_a_member_stopped_cleanly_leaves_the_pool(make_daemon, broker: Broker,  
     """SIGTERM: the member unsubscribes from the pool before it disconnects, so the broker's
     round-robin no longer counts it: every request sent while it is away goes to the other
     member (a SIGKILLed member cannot do this: see the test above and docs/house.md)."""
-    w = Watcher(broker.port, f"{house}-dev/s1")
-    d = _synth(make_daemon, house, "s1").start(w)
-    other = Watcher(broker.port, f"{house}-dev/s2")
-    _synth(make_daemon, house, "s2").start(other)
+    d, (w, other) = _two_members(make_daemon, broker.port, house)
     speaker = Replies(broker.port, house)
     try:
         d.stop()
