@@ -148,10 +148,10 @@ def model_paths(workdir: Path) -> tuple[dict[str, Path], dict[str, Any]]:
 
 
 def spawn(run: Run, paths: dict[str, Path], passes: int, audio_dir: Path | None,
-          cold_only: bool = False) -> dict[str, Any]:
+          cold_only: bool = False, corpus: Path = CORPUS) -> dict[str, Any]:
     """One fresh worker process for `run`: its raw events, rusage and the load around it."""
     argv = [sys.executable, str(WORKER), "--engine", run.engine, "--model", str(paths["fp32"]),
-            "--lines", str(CORPUS), "--threads", str(run.threads)]
+            "--lines", str(corpus), "--threads", str(run.threads)]
     if run.engine == "edged":
         argv += ["--config", json.dumps(run.config), "--prepared", str(paths[run.cache])]
         if run.inline:
@@ -232,8 +232,10 @@ def summarize(run: Run, raws: list[dict[str, Any]], colds: list[dict[str, Any]],
     }
 
 
-def _rtf(subset: list[dict[str, Any]], key: str = "total_s") -> float:
-    return round(sum(e[key] for e in subset) / sum(e["audio_s"] for e in subset), 4)
+def _rtf(subset: list[dict[str, Any]], key: str = "total_s") -> float | None:
+    """Time (or CPU) per second of audio over these lines; None for none (bench/pi.sh --lines)."""
+    audio_s = sum(e["audio_s"] for e in subset)
+    return round(sum(e[key] for e in subset) / audio_s, 4) if audio_s else None
 
 
 def _fastest_pass_per_line(timed: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# What edged costs on this Raspberry Pi, measured: the rows of docs/pi.md's estimate table with
+# this device's own figures (edged and piper-tts, 1 thread and all cores, the corpus of bench/).
+#
+#   bench/pi.sh              # in a clone, after `make install`: about 10 min on a Pi 4
+#   bench/pi.sh --no-piper   # edged only (no piper-tts install, less memory: a Zero 2 W)
+#   bench/pi.sh --lines 5    # the first 5 corpus lines only (quicker, rougher)
+#
+# It prints the table and writes bench/results/pi-<model>.json (with the device's model, clock,
+# temperature and throttling): please send that file back.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+if [ ! -x "$PY" ]; then
+  echo "pi.sh: $PY not found: run 'make install' in this clone first" >&2
+  exit 2
+fi
+case " $* " in
+  *" --no-piper "*) ;;
+  *) if ! "$PY" -c 'import piper' 2>/dev/null; then
+       echo "pi.sh: installing piper-tts, the peer measured in the same run (--no-piper skips it)"
+       "$PY" -m pip install -q 'piper-tts==1.8.0'
+     fi ;;
+esac
+# A Pi that is hot or under-powered halves its figures: say so before the numbers.
+if command -v vcgencmd >/dev/null 2>&1; then
+  echo "pi.sh: $(vcgencmd measure_temp) $(vcgencmd get_throttled) (throttled=0x0 is healthy)"
+fi
+echo "pi.sh: load average $(cut -d' ' -f1-3 /proc/loadavg) (close other work for clean figures)"
+exec "$PY" bench/pi_table.py measure "$@"
