@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import cn2an  # the test extra: the reference converter Kokoro's frontend uses
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edged.frontend.chinese import integer_words, normalize_chinese
@@ -33,10 +34,12 @@ def test_chinese(text: str, language: str, expected: str) -> None:
     assert normalize_chinese(text, language) == expected
 
 
+# No deadline: a wall-clock limit per example failed the first one on a loaded machine (cn2an's
+# first call loads its tables: over 200 ms), which says nothing about the readings.
+@settings(deadline=None)
 @given(st.integers(min_value=0, max_value=10**12))
 def test_chinese_integers_match_cn2an(number: int) -> None:
     """Integers read as cn2an (the reference converter Kokoro's frontend uses) reads them."""
-    cn2an = pytest.importorskip("cn2an")  # in the test extra
     assert integer_words(number) == cn2an.an2cn(number)
 
 
