@@ -6,6 +6,8 @@ pieces as `windows.Part`s.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -27,11 +29,15 @@ class Model(Protocol):
         ...
 
 
-def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL", shared_arena: bool = True) -> Any:
+def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL", shared_arena: bool = True,
+                    arena: bool = True) -> Any:
     """`shared_arena` False: the session keeps an arena of its own (preparing measures what one
-    decoder window takes)."""
+    decoder window takes); `arena` False: no arena at all, each buffer allocated and freed
+    (`voice.memory_arena`)."""
     import onnxruntime as ort
 
+    _no_telemetry(ort)
+    shared_arena = shared_arena and arena
     if shared_arena:
         _register_shared_arena(ort)
     options = ort.SessionOptions()
@@ -49,11 +55,21 @@ def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL", shared_arena
     # buffers (and another voice's) reuse the same memory instead of each keeping its own
     # peak (default voice, corpus twice, 2 workers: peak RSS 165 -> 158 MB, same CPU time).
     options.add_session_config_entry("session.use_env_allocators", "1" if shared_arena else "0")
+    options.enable_cpu_mem_arena = arena
     return options
 
 
 _ARENA_LOCK = threading.Lock()
 _arena_registered = False
+
+
+@functools.cache
+def _no_telemetry(ort: Any) -> None:
+    """ONNX Runtime (1.32 here) records telemetry events (a device id and a SQLite store under
+    ~/.cache/Microsoft/DeveloperTools/.onnxruntime) meant for Microsoft; an offline daemon
+    sends nothing anywhere, so none are recorded past the import."""
+    with contextlib.suppress(AttributeError):  # builds without telemetry lack the call
+        ort.disable_telemetry_events()
 
 
 def _register_shared_arena(ort: Any) -> None:
@@ -71,11 +87,11 @@ def _register_shared_arena(ort: Any) -> None:
 
 
 def open_session(path: Path | bytes, threads: int, *, level: str = "ORT_ENABLE_ALL",
-                 shared_arena: bool = True) -> Any:
+                 shared_arena: bool = True, arena: bool = True) -> Any:
     import onnxruntime as ort
 
     model = path if isinstance(path, bytes) else str(path)
-    options = session_options(threads, level=level, shared_arena=shared_arena)
+    options = session_options(threads, level=level, shared_arena=shared_arena, arena=arena)
     return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
 
 
