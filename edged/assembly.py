@@ -20,6 +20,7 @@ from typing import Final
 from .cache import PhraseCache, expand_phrases
 from .checks import ensure_ready
 from .config import Config
+from .config.profiles import describe as describe_profile
 from .daemon import Daemon
 from .device_state import DeviceSettings
 from .donelog import DoneLog
@@ -111,6 +112,9 @@ class App:
 def assemble(config: Config, status: Callable[[str], None]) -> App:
     """Check, load and wire everything; ConfigError, VoiceError or StartError when it cannot."""
     ensure_ready(config)  # one line naming the key or file: every check, the audio device too
+    if config.profile != "default":
+        _LOGGER.info("Profile %s: %s (where the file sets none of these)", config.profile,
+                     describe_profile(config.profile))
     phrases = expand_phrases(config.cache.phrases, config.cache.max_expansions)
     status("loading voice")
     voice = _warmed_up(config, load_voice(config, status=status))
@@ -172,7 +176,12 @@ def _http_server(config: Config, daemon: Daemon, speech: Speech) -> Callable[[],
 
 def _warmed_up(config: Config, voice: VoiceBackend) -> VoiceBackend:
     """The first inference allocates ONNX Runtime's buffers: do it before READY, not on the
-    first announcement."""
+    first announcement. A voice that sleeps when idle (`voice.sleep_after_s`) starts asleep:
+    the first announcement that is not cached opens its sessions."""
+    if config.voice.sleep_after_s is not None:
+        _LOGGER.info("Voice %s sleeps until an announcement needs it (voice.sleep_after_s: %g)",
+                     voice.name, config.voice.sleep_after_s)
+        return voice
     start = time.monotonic()
     voice.synthesize("Ready.", default_settings(config, voice))
     _LOGGER.info("Voice %s warmed up in %.0f ms", voice.name, 1000 * (time.monotonic() - start))

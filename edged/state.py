@@ -72,6 +72,7 @@ class StateBoard:
             "version": __version__,
             "device_id": self._config.device_id,
             "role": self._config.role,
+            "profile": self._config.profile,
             "groups": list(self._config.groups),
             "clock": clock_state(),
             "ts": round(time.time(), 3),

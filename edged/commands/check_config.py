@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..checks import check_config_file
+from ..config import load_config
 from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, one_line
 
 
@@ -35,5 +36,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"edged: {one_line(problem)}", file=sys.stderr)
     if problems:
         return 2
-    print(f"edged: config OK: {path}")
+    profile = load_config(path).profile  # read again: cheap, and only once it is known good
+    print(f"edged: config OK: {path}" + ("" if profile == "default" else f" (profile {profile})"))
     return 0

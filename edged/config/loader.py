@@ -22,6 +22,7 @@ from typing import Any, Final, Literal
 from ..files import read_bounded
 from .bounded_yaml import load_yaml, short
 from .fields import ConfigError
+from .profiles import with_profile
 from .schema import Config
 
 _MAX_FILE_BYTES: Final = 1 << 20
@@ -45,7 +46,9 @@ def load_config(path: Path | str) -> Config:
 
 
 def parse_config(data: object, base_dir: Path) -> Config:
-    """Validate a mapping (already parsed YAML) into a Config."""
+    """Validate a mapping (already parsed YAML) into a Config, over its profile's defaults."""
+    if isinstance(data, dict):
+        data = with_profile(data)
     config: Config = _build(Config, data, "", base_dir)
     return config
 

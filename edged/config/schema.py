@@ -53,6 +53,20 @@ class VoiceConfig:
     encoder; pocketsphinx WER and predicted MOS within their noise of float32 (docs/benchmarks.md).
     float32: the weights as the voice ships them. A voice that is not prepared (`prepare: false`,
     models under 1 MB) runs as float32."""
+    max_window_frames: int | None = opt(None, min=24, max=384)
+    """Largest decoder window of a prepared voice, in latent frames (86 a second of audio);
+    None: from `limits.memory_mb` (its eighth shared by the windows decoded at once). Smaller
+    windows hold less memory (about 190 KB a frame, with 24 frames of context) and cost more
+    CPU (the context is decoded twice)."""
+    memory_arena: bool = True
+    """ONNX Runtime's arena: memory an inference took is kept for the next one (fewer
+    allocations). false: it goes back to the system when the inference ends (large blocks are
+    unmapped when freed, at most two malloc arenas), so RSS falls back between announcements."""
+    sleep_after_s: float | None = opt(None, min=1.0, max=86400.0)
+    """Drop the voice's ONNX sessions after this long without synthesis, and open them again
+    for the next uncached announcement (tens of ms here, longer on a small Pi; cached phrases
+    never need them). The voice also starts asleep: no warm-up before READY. None: the
+    sessions stay loaded from the start."""
     prepare: bool = True
     """Prepare each voice once into `<cache.dir>/models/` (a child process, seconds): split into
     encoder and decoder, optimized ahead. Start-up then skips ORT's optimizer, and the decoder runs
@@ -253,6 +267,9 @@ RESERVED_DEVICE_IDS = ("group", "synth")
 class Config:
     """The whole file."""
 
+    profile: Literal["default", "low-memory"] = "default"
+    """Defaults for a kind of device (config/profiles.py); the keys this file sets still win.
+    low-memory: a 512 MB board such as the Pi Zero 2 W (docs/pi.md)."""
     device_id: str = field(default_factory=lambda: socket.gethostname().split(".")[0] or "edged")
     output: Literal["play", "publish", "both"] = "play"
     log_level: Literal["debug", "info", "warning", "error"] = "info"

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from ..memory import keep_no_spare_memory
 from .backend import ESPEAK_PREFIX, KOKORO_PREFIX, VoiceBackend, backend_of
 from .find import find_voice
 from .hashes import HASH_MEMO_NAME, file_sha256
@@ -92,6 +93,8 @@ def load_piper(config: Config, name: str | None = None,
         except OSError as err:  # e.g. cache.dir unwritable: speaking matters more
             _LOGGER.warning("Voice %s: cannot prepare it in %s (%s); loading it directly",
                             path.name, config.cache.dir, err.strerror or err)
+    if not config.voice.memory_arena:
+        keep_no_spare_memory()
     voice = Voice.load(
         path,
         threads=inference_threads(config),
@@ -101,6 +104,9 @@ def load_piper(config: Config, name: str | None = None,
         prepared=prepared,
         lanes=window_lanes(config),
         memory_mb=config.limits.memory_mb,
+        max_window=config.voice.max_window_frames,
+        arena=config.voice.memory_arena,
+        sleep_after_s=config.voice.sleep_after_s,
     )
     voice.hash_memo = memo
     return voice

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,6 +27,7 @@ from .onnx import Model, WholeModel, open_session
 from .piper_config import PiperConfig, read_piper_config
 from .prepared import PreparedModel
 from .settings import SynthesisSettings
+from .sleep import SleepingModel
 from .windows import FIRST_WINDOW_FRAMES
 
 _LOGGER = logging.getLogger(__name__)
@@ -79,9 +81,15 @@ class Voice:
         prepared: PreparedModel | None = None,
         lanes: int = 1,
         memory_mb: int = 400,
+        max_window: int | None = None,
+        arena: bool = True,
+        sleep_after_s: float | None = None,
     ) -> Voice:
         """Load a voice; `prepared` (see `prepared`) loads faster and bounds decoder memory, and
-        its windows are decoded `lanes` at a time, sized for `memory_mb` (windows.py)."""
+        its windows are decoded `lanes` at a time, sized for `memory_mb`, at most `max_window`
+        frames (windows.py). `arena`: ONNX Runtime's (onnx.session_options). `sleep_after_s`:
+        the sessions are opened when a stream needs them and dropped after that long idle
+        (sleep.py); a prepared voice starts asleep."""
         onnx_path = Path(onnx_path)
         json_path = Path(f"{onnx_path}.json")
         if not onnx_path.is_file():
@@ -89,7 +97,9 @@ class Voice:
         if not json_path.is_file():
             raise VoiceError(f"{json_path}: voice config file not found (expected next to the .onnx)")
         config = read_piper_config(json_path)
-        model, prepared = _open_model(onnx_path, threads, prepared, lanes, memory_mb)
+        model, prepared = _load_model(onnx_path, prepared, sleep_after_s, threads=threads,
+                                      lanes=lanes, memory_mb=memory_mb, max_window=max_window,
+                                      arena=arena)
         names = model.input_names
         missing = [n for n in _REQUIRED_INPUTS if n not in names]
         if missing:
@@ -219,16 +229,55 @@ class Voice:
         return feeds
 
 
-def _open_model(onnx_path: Path, threads: int, prepared: PreparedModel | None, lanes: int,
-                memory_mb: int) -> tuple[Model, PreparedModel | None]:
+def _load_model(onnx_path: Path, prepared: PreparedModel | None, sleep_after_s: float | None,
+                **how: Any) -> tuple[Model, PreparedModel | None]:
+    """The voice's model and the prepared model it runs (None: the .onnx as it is). With
+    `sleep_after_s` a SleepingModel: asleep when the manifest says the inputs, else opened now
+    (its inputs known then) to fall asleep once idle; it always wakes as what it was at start,
+    so its audio stays what the cache keys (the precision) say. `how`: `_open_model`'s
+    threads, lanes, memory_mb, max_window and arena."""
+    if sleep_after_s is not None and prepared is not None and prepared.inputs:
+        wake = partial(_wake_prepared, onnx_path, prepared, **how)
+        return SleepingModel(wake, prepared.inputs, idle_s=sleep_after_s,
+                             name=onnx_path.name), prepared
+    model, prepared = _open_model(onnx_path, prepared, **how)
+    if sleep_after_s is None:
+        return model, prepared
+    reopen = (partial(_wake_prepared, onnx_path, prepared, **how) if prepared is not None
+              else partial(_open_whole, onnx_path, how["threads"], how["arena"]))
+    return SleepingModel(reopen, model.input_names, idle_s=sleep_after_s, name=onnx_path.name,
+                         model=model), prepared
+
+
+def _wake_prepared(onnx_path: Path, prepared: PreparedModel, *, threads: int, lanes: int,
+                   memory_mb: int, max_window: int | None, arena: bool) -> Model:
+    """A sleeping voice's sessions. No fallback to the .onnx as it is, as at start: its audio
+    would differ from what the cache keys (the precision) say."""
+    try:
+        return prepared.open(threads, lanes=lanes, memory_mb=memory_mb, max_window=max_window,
+                             arena=arena)
+    except Exception as err:  # onnxruntime raises its own exception types
+        raise VoiceError(f"{onnx_path.name}: the prepared model in {prepared.folder} no longer "
+                         f"loads ({err}); restart edged (it then loads the voice as it is, or "
+                         "prepares it again)") from err
+
+
+def _open_model(onnx_path: Path, prepared: PreparedModel | None, *, threads: int, lanes: int,
+                memory_mb: int, max_window: int | None,
+                arena: bool) -> tuple[Model, PreparedModel | None]:
     """The prepared model if it opens, else the .onnx as it is (and no prepared model)."""
     if prepared is not None:
         try:
-            return prepared.open(threads, lanes=lanes, memory_mb=memory_mb), prepared
+            return prepared.open(threads, lanes=lanes, memory_mb=memory_mb, max_window=max_window,
+                                 arena=arena), prepared
         except Exception as err:  # onnxruntime raises its own exception types
             _LOGGER.warning("Prepared model %s does not load (%s); loading %s directly",
                             prepared.folder, err, onnx_path.name)
+    return _open_whole(onnx_path, threads, arena), None
+
+
+def _open_whole(onnx_path: Path, threads: int, arena: bool) -> Model:
     try:
-        return WholeModel(open_session(onnx_path, threads)), None
+        return WholeModel(open_session(onnx_path, threads, arena=arena))
     except Exception as err:  # onnxruntime raises its own exception types for bad files
         raise VoiceError(f"{onnx_path}: not a loadable ONNX model: {err}") from err

@@ -84,6 +84,7 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
         if manifest.get("kind") != "split":
             _save_optimized(model.SerializeToString(), work, "model", "ORT_ENABLE_EXTENDED")
             manifest["kind"] = "whole"
+            manifest["inputs"] = _graph_inputs(model)
         if source != onnx_path:
             source.unlink()
         manifest["files"] = {p.name: dict(zip(("size", "xxh3"), file_digest(p), strict=True))
@@ -102,6 +103,7 @@ def _prepare_split(work: Path, onnx_path: Path, parts: dict[str, onnx.ModelProto
     manifest's note) when windowed decoding does not match the whole."""
     from .tune import choose
 
+    manifest["inputs"] = _graph_inputs(parts["encoder"])
     feeds = probe_feeds(onnx_path, {i.name for i in parts["encoder"].graph.input})
     flow = None
     if "flow" in parts:
@@ -135,6 +137,12 @@ def _prepare_split(work: Path, onnx_path: Path, parts: dict[str, onnx.ModelProto
                             "pad": None if isinstance(flow_pad, str) else flow_pad,
                             **({"note": flow_pad} if isinstance(flow_pad, str) else {})}
     return True
+
+
+def _graph_inputs(model: onnx.ModelProto) -> list[str]:
+    """What the model reads (not its initializers, which old exporters list as inputs too)."""
+    weights = {i.name for i in model.graph.initializer}
+    return sorted(i.name for i in model.graph.input if i.name not in weights)
 
 
 def _save_optimized(model: bytes, folder: Path, name: str, level: str) -> None:

@@ -31,7 +31,8 @@ from .windows import FlowPart, SplitModel, largest_window
 
 _LOGGER = logging.getLogger(__name__)
 
-FORMAT: Final = 2
+FORMAT: Final = 3
+"""3: the model's inputs are in the manifest (a voice can start asleep: voice.sleep_after_s)."""
 MODELS_DIR_NAME: Final = "models"
 """In cache.dir: one folder per prepared voice."""
 MANIFEST: Final = "manifest.json"
@@ -66,14 +67,19 @@ class PreparedModel:
     """Decoder activation memory per latent frame of a window, measured when preparing."""
     flow: Flow | None = None
     """The flow, when it is a part of its own (flow.onnx)."""
+    inputs: frozenset[str] = frozenset()
+    """What the model reads (the encoder's inputs), known without opening a session."""
 
-    def open(self, threads: int, *, lanes: int = 1, memory_mb: int = 400) -> Model:
+    def open(self, threads: int, *, lanes: int = 1, memory_mb: int = 400,
+             max_window: int | None = None, arena: bool = True) -> Model:
         """Sessions with `threads` intra-op threads; with `lanes` > 1 windows are decoded at once
-        on that many workers, so the decoder gets one thread (each window one core)."""
+        on that many workers, so the decoder gets one thread (each window one core). Decoder
+        windows are sized for `memory_mb`, at most `max_window` frames; `arena`: see
+        onnx.session_options."""
         # Optimized when prepared; optimizing again (ORT_ENABLE_ALL) cost 60-110 ms per start and
         # made inference no faster here (encoder 87 vs 79 ms, decoder window 47 vs 41 ms).
         def session(name: str, count: int) -> Any:
-            return open_session(self.folder / name, count, level="ORT_DISABLE_ALL")
+            return open_session(self.folder / name, count, level="ORT_DISABLE_ALL", arena=arena)
 
         if self.kind == "whole":
             return WholeModel(session("model.onnx", threads))
@@ -84,18 +90,20 @@ class PreparedModel:
         return SplitModel(session("encoder.onnx", threads),
                           session("decoder.onnx", 1 if lanes > 1 else threads),
                           latent=self.latent, extra_inputs=self.extra_inputs, hop=self.hop,
-                          pad=self.pad, largest=self.largest_window(lanes, memory_mb), flow=flow)
+                          pad=self.pad, largest=self.largest_window(lanes, memory_mb, max_window),
+                          flow=flow)
 
-    def largest_window(self, lanes: int, memory_mb: int) -> int:
-        return largest_window(memory_mb, lanes, self.kb_per_frame, self.pad)
+    def largest_window(self, lanes: int, memory_mb: int, max_window: int | None = None) -> int:
+        return largest_window(memory_mb, lanes, self.kb_per_frame, self.pad, max_window)
 
-    def describe(self, lanes: int = 1, memory_mb: int = 400) -> str:
+    def describe(self, lanes: int = 1, memory_mb: int = 400, max_window: int | None = None) -> str:
         int8 = ", INT8 weights" if self.precision == "int8" else ""
         if self.kind == "split":
             flow = ("" if self.flow is None else " + flow" if self.flow.pad is None
                     else f" + flow in windows (+{self.flow.pad} context)")
             return (f"encoder{flow} + decoder in windows of up to "
-                    f"{self.largest_window(lanes, memory_mb)} frames (+{self.pad} context, "
+                    f"{self.largest_window(lanes, memory_mb, max_window)} frames (+{self.pad} "
+                    "context, "
                     f"{lanes} at once){int8}")
         return f"whole graph{int8} ({self.note})" if self.note else f"whole graph{int8}"
 
@@ -126,7 +134,8 @@ def read_prepared(folder: Path, sha256: str, precision: str = "float32") -> Prep
                              hop=int(manifest.get("hop", 0)), pad=int(manifest.get("pad", 0)),
                              note=manifest.get("note", ""), precision=precision,
                              kb_per_frame=float(manifest.get("decoder_kb_per_frame", 0.0)),
-                             flow=_flow(manifest.get("flow")))
+                             flow=_flow(manifest.get("flow")),
+                             inputs=frozenset(str(name) for name in manifest["inputs"]))
     except (KeyError, TypeError, ValueError, OSError):
         return None
 

@@ -65,14 +65,18 @@ def window_bounds(frames: int, largest: int, first: int = 0) -> list[tuple[int, 
     return bounds + list(zip(edges, edges[1:], strict=False))
 
 
-def largest_window(memory_mb: int, lanes: int, kb_per_frame: float, pad: int) -> int:
+def largest_window(memory_mb: int, lanes: int, kb_per_frame: float, pad: int,
+                   cap: int | None = None) -> int:
     """The largest window whose activations fit `DECODER_SHARE` of the budget with `lanes`
     windows decoded at once (each with its context), within [2 x FIRST_WINDOW_FRAMES,
-    MAX_WINDOW_FRAMES]; `kb_per_frame` 0 (not measured): DECODE_WINDOW_FRAMES."""
+    MAX_WINDOW_FRAMES]; `kb_per_frame` 0 (not measured): DECODE_WINDOW_FRAMES. `cap`
+    (`voice.max_window_frames`): at most that many frames."""
     if kb_per_frame <= 0:
-        return DECODE_WINDOW_FRAMES
-    frames = memory_mb * 1024 * DECODER_SHARE / max(1, lanes) / kb_per_frame - 2 * pad
-    return int(min(MAX_WINDOW_FRAMES, max(2 * FIRST_WINDOW_FRAMES, frames)))
+        frames = float(DECODE_WINDOW_FRAMES)
+    else:
+        frames = memory_mb * 1024 * DECODER_SHARE / max(1, lanes) / kb_per_frame - 2 * pad
+        frames = min(MAX_WINDOW_FRAMES, max(2 * FIRST_WINDOW_FRAMES, frames))
+    return int(frames if cap is None else min(cap, frames))
 
 
 class Part(NamedTuple):
