@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -548,3 +549,33 @@ def test_languages_size_memory_and_config(workspace: Workspace, tmp_path: Path) 
             assert root / "opt/edged/voices" in config.voice.dirs
         else:
             assert config.languages.zh is None
+
+
+def test_the_profile_follows_the_devices_ram(workspace: Workspace, tmp_path: Path) -> None:
+    """edged_profile auto: a device with less than 768 MB (a Zero 2 W reports about 427) gets
+    `profile: low-memory`, limits.memory_mb 160 and the unit's MemoryHigh/MemoryMax from it, and
+    its Mandarin speaks with espeak-ng (Kokoro never fits: no extras, no pull); a 4 GB Pi keeps
+    the default profile, Kokoro and 800. The RAM is the gathered fact unless set, as here."""
+    ws = workspace
+    vault_pass = tmp_path / "vault-pass"
+    vault_pass.write_text("edged-example\n")
+    for ram_mb, profile, memory_mb in ((427, "low-memory", 160), (3796, "default", 800)):
+        root = tmp_path / str(ram_mb)
+        play = _play(
+            ws, "--limit", "hall", "--tags", "config,unit", "--vault-password-file",
+            str(vault_pass), inventory=ANSIBLE_DIR / "inventory/example/hosts.yml",
+            vars_file=False,
+            extra={"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                   "ansible_become": False, "edged_root": str(root), "edged_memtotal_mb": ram_mb,
+                   "edged_mqtt_tls_ca_src": "", "edged_config_validate": "",
+                   "edged_warm_cache": False, "edged_manage_service": False})
+        assert play.rc == 0, play.out
+        assert f"profile {profile} ({ram_mb} MB of RAM; limits.memory_mb {memory_mb})" in play.out
+        config = load_config(root / "etc/edged/edged.yaml")
+        assert (config.profile, config.limits.memory_mb) == (profile, memory_mb)
+        unit = (root / "etc/systemd/system/edged.service").read_text()
+        assert f"MemoryHigh={math.ceil(memory_mb * 1.125)}M" in unit
+        assert f"MemoryMax={math.ceil(memory_mb * 1.28)}M" in unit
+        assert config.languages.zh == (None if profile == "low-memory" else "kokoro:zf_xiaoxiao")
+        if profile == "low-memory":
+            assert (config.voice.sleep_after_s, config.http.enabled) == (60.0, False)

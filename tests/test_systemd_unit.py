@@ -144,6 +144,29 @@ def test_unit_values_match_the_config() -> None:
     assert one(unit, "Install", "WantedBy") == "multi-user.target"
 
 
+def test_low_memory_drop_in_follows_the_profile(tmp_path: Path) -> None:
+    """systemd/low-memory.conf sets the unit's memory lines by the same rule from the
+    low-memory profile's limits.memory_mb, and nothing else; with it in place the unit still
+    verifies (verify reads a drop-in beside the unit: a bad value in one is reported)."""
+    from edged.config.profiles import PROFILES
+
+    memory_mb = PROFILES["low-memory"]["limits"]["memory_mb"]
+    drop_in = parse_unit((ROOT / "systemd" / "low-memory.conf").read_text())
+    assert drop_in == {"Service": {"MemoryHigh": [f"{math.ceil(memory_mb * 1.125)}M"],
+                                   "MemoryMax": [f"{math.ceil(memory_mb * 1.28)}M"]}}
+    if ANALYZE is None:
+        return
+    unit = render(UNIT, tmp_path / "units")
+    drop_ins = tmp_path / "units" / "edged.service.d"
+    drop_ins.mkdir()
+    shutil.copy(ROOT / "systemd" / "low-memory.conf", drop_ins)
+    result = analyze("verify", str(unit), user=False, tmp_path=tmp_path)
+    assert (result.returncode, result.stderr, result.stdout) == (0, "", "")
+    (drop_ins / "low-memory.conf").write_text("[Service]\nMemoryMax=lots\n")
+    result = analyze("verify", str(unit), user=False, tmp_path=tmp_path)
+    assert "Invalid memory limit 'lots'" in result.stderr
+
+
 def test_user_unit_differs_only_where_it_must() -> None:
     """The user variant: no User=/device restrictions (PipeWire and ALSA stay reachable), home
     read-only instead of hidden, WantedBy=default.target, same notify/watchdog/memory values."""
