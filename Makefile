@@ -2,8 +2,10 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 CONFIG ?= config/edged.yaml
-APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv systemd util-linux \
-                chromium chromium-driver
+# python3-packaging: the Ansible role installs it on a device (its pip module needs it); present
+# here so that the role's apt task finds nothing to do in tests/test_ansible.py.
+APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv python3-packaging \
+                systemd util-linux chromium chromium-driver
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install run test test-long test-ha bench bench-languages lint clean
