@@ -573,6 +573,9 @@ def test_the_profile_follows_the_devices_ram(workspace: Workspace, tmp_path: Pat
         assert f"profile {profile} ({ram_mb} MB of RAM; limits.memory_mb {memory_mb})" in play.out
         config = load_config(root / "etc/edged/edged.yaml")
         assert (config.profile, config.limits.memory_mb) == (profile, memory_mb)
+        # The unit's StateDirectory=, made by the role (the config's own default would be
+        # /etc/edged/state: read-only for the edged user, and the daemon would not start).
+        assert config.mqtt.state_dir == root / "var/lib/edged" and config.mqtt.state_dir.is_dir()
         unit = (root / "etc/systemd/system/edged.service").read_text()
         assert f"MemoryHigh={math.ceil(memory_mb * 1.125)}M" in unit
         assert f"MemoryMax={math.ceil(memory_mb * 1.28)}M" in unit
