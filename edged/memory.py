@@ -55,7 +55,8 @@ def keep_no_spare_memory(arenas: int = 2) -> None:
     """For `voice.memory_arena: false`: large blocks unmapped when freed (an inference's buffers
     leave with it), and at most `arenas` malloc arenas (glibc gives each new thread one of its
     own, whose free memory no other thread reuses). Measured with the default voice on one
-    worker: RSS after the longest corpus line 123 MB instead of 141 with ONNX Runtime's arena."""
+    worker: RSS after the longest corpus line 117 MB instead of 142 with ONNX Runtime's arenas,
+    at twice the CPU (each unmapping costs page faults, and interrupts the other cores)."""
     map_large_allocations()
     libc = _libc()
     if libc is not None and hasattr(libc, "mallopt"):

@@ -12,6 +12,7 @@ from ..memory import keep_no_spare_memory
 from .backend import ESPEAK_PREFIX, KOKORO_PREFIX, VoiceBackend, backend_of
 from .find import find_voice
 from .hashes import HASH_MEMO_NAME, file_sha256
+from .onnx import Arena
 from .piper import Voice
 from .prepared import ensure_prepared
 
@@ -95,6 +96,9 @@ def load_piper(config: Config, name: str | None = None,
                             path.name, config.cache.dir, err.strerror or err)
     if not config.voice.memory_arena:
         keep_no_spare_memory()
+    # A voice that sleeps gives its sessions' memory back only if their arenas are their own.
+    arena: Arena = ("none" if not config.voice.memory_arena
+                    else "own" if config.voice.sleep_after_s is not None else "shared")
     voice = Voice.load(
         path,
         threads=inference_threads(config),
@@ -105,7 +109,7 @@ def load_piper(config: Config, name: str | None = None,
         lanes=window_lanes(config),
         memory_mb=config.limits.memory_mb,
         max_window=config.voice.max_window_frames,
-        arena=config.voice.memory_arena,
+        arena=arena,
         sleep_after_s=config.voice.sleep_after_s,
     )
     voice.hash_memo = memo

@@ -11,7 +11,7 @@ import functools
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -29,15 +29,18 @@ class Model(Protocol):
         ...
 
 
-def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL", shared_arena: bool = True,
-                    arena: bool = True) -> Any:
-    """`shared_arena` False: the session keeps an arena of its own (preparing measures what one
-    decoder window takes); `arena` False: no arena at all, each buffer allocated and freed
-    (`voice.memory_arena`)."""
+Arena = Literal["shared", "own", "none"]
+"""Where a session's buffers come from: the one arena every session of the process shares;
+an arena of its own, freed with the session (preparing measures what one decoder window takes;
+a sleeping voice gives its memory back when it sleeps); or none, each buffer allocated and
+freed (`voice.memory_arena: false`)."""
+
+
+def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL", arena: Arena = "shared") -> Any:
     import onnxruntime as ort
 
     _no_telemetry(ort)
-    shared_arena = shared_arena and arena
+    shared_arena = arena == "shared"
     if shared_arena:
         _register_shared_arena(ort)
     options = ort.SessionOptions()
@@ -55,7 +58,7 @@ def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL", shared_arena
     # buffers (and another voice's) reuse the same memory instead of each keeping its own
     # peak (default voice, corpus twice, 2 workers: peak RSS 165 -> 158 MB, same CPU time).
     options.add_session_config_entry("session.use_env_allocators", "1" if shared_arena else "0")
-    options.enable_cpu_mem_arena = arena
+    options.enable_cpu_mem_arena = arena != "none"
     return options
 
 
@@ -87,11 +90,11 @@ def _register_shared_arena(ort: Any) -> None:
 
 
 def open_session(path: Path | bytes, threads: int, *, level: str = "ORT_ENABLE_ALL",
-                 shared_arena: bool = True, arena: bool = True) -> Any:
+                 arena: Arena = "shared") -> Any:
     import onnxruntime as ort
 
     model = path if isinstance(path, bytes) else str(path)
-    options = session_options(threads, level=level, shared_arena=shared_arena, arena=arena)
+    options = session_options(threads, level=level, arena=arena)
     return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
 
 

@@ -23,7 +23,7 @@ from ..frontend.sentences import Piece, split_for_streaming
 from ..languages.codes import locale_language
 from .errors import VoiceError
 from .hashes import file_sha256
-from .onnx import Model, WholeModel, open_session
+from .onnx import Arena, Model, WholeModel, open_session
 from .piper_config import PiperConfig, read_piper_config
 from .prepared import PreparedModel
 from .settings import SynthesisSettings
@@ -82,12 +82,12 @@ class Voice:
         lanes: int = 1,
         memory_mb: int = 400,
         max_window: int | None = None,
-        arena: bool = True,
+        arena: Arena = "shared",
         sleep_after_s: float | None = None,
     ) -> Voice:
         """Load a voice; `prepared` (see `prepared`) loads faster and bounds decoder memory, and
         its windows are decoded `lanes` at a time, sized for `memory_mb`, at most `max_window`
-        frames (windows.py). `arena`: ONNX Runtime's (onnx.session_options). `sleep_after_s`:
+        frames (windows.py). `arena`: where its buffers come from (onnx.Arena). `sleep_after_s`:
         the sessions are opened when a stream needs them and dropped after that long idle
         (sleep.py); a prepared voice starts asleep."""
         onnx_path = Path(onnx_path)
@@ -250,7 +250,7 @@ def _load_model(onnx_path: Path, prepared: PreparedModel | None, sleep_after_s: 
 
 
 def _wake_prepared(onnx_path: Path, prepared: PreparedModel, *, threads: int, lanes: int,
-                   memory_mb: int, max_window: int | None, arena: bool) -> Model:
+                   memory_mb: int, max_window: int | None, arena: Arena) -> Model:
     """A sleeping voice's sessions. No fallback to the .onnx as it is, as at start: its audio
     would differ from what the cache keys (the precision) say."""
     try:
@@ -264,7 +264,7 @@ def _wake_prepared(onnx_path: Path, prepared: PreparedModel, *, threads: int, la
 
 def _open_model(onnx_path: Path, prepared: PreparedModel | None, *, threads: int, lanes: int,
                 memory_mb: int, max_window: int | None,
-                arena: bool) -> tuple[Model, PreparedModel | None]:
+                arena: Arena) -> tuple[Model, PreparedModel | None]:
     """The prepared model if it opens, else the .onnx as it is (and no prepared model)."""
     if prepared is not None:
         try:
@@ -276,7 +276,7 @@ def _open_model(onnx_path: Path, prepared: PreparedModel | None, *, threads: int
     return _open_whole(onnx_path, threads, arena), None
 
 
-def _open_whole(onnx_path: Path, threads: int, arena: bool) -> Model:
+def _open_whole(onnx_path: Path, threads: int, arena: Arena) -> Model:
     try:
         return WholeModel(open_session(onnx_path, threads, arena=arena))
     except Exception as err:  # onnxruntime raises its own exception types for bad files

@@ -116,7 +116,7 @@ def _prepare_split(work: Path, onnx_path: Path, parts: dict[str, onnx.ModelProto
         save=lambda model, folder, name: _save_optimized(model, folder, name, "ORT_ENABLE_ALL"))
     encoder = open_session(work / "encoder.onnx", 1, level="ORT_DISABLE_ALL")
     # An arena of its own: its growth is what one window takes (probe.py).
-    decoder = open_session(work / "decoder.onnx", 1, level="ORT_DISABLE_ALL", shared_arena=False)
+    decoder = open_session(work / "decoder.onnx", 1, level="ORT_DISABLE_ALL", arena="own")
     probe = probe_decoder(decoder, encoder_latent(encoder, flow, layout, feeds), layout, feeds)
     if isinstance(probe, str):
         manifest["note"] = probe

@@ -26,7 +26,7 @@ from typing import Any, Final
 import xxhash
 
 from ..files import read_bounded
-from .onnx import Model, WholeModel, open_session
+from .onnx import Arena, Model, WholeModel, open_session
 from .windows import FlowPart, SplitModel, largest_window
 
 _LOGGER = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class PreparedModel:
     """What the model reads (the encoder's inputs), known without opening a session."""
 
     def open(self, threads: int, *, lanes: int = 1, memory_mb: int = 400,
-             max_window: int | None = None, arena: bool = True) -> Model:
+             max_window: int | None = None, arena: Arena = "shared") -> Model:
         """Sessions with `threads` intra-op threads; with `lanes` > 1 windows are decoded at once
         on that many workers, so the decoder gets one thread (each window one core). Decoder
         windows are sized for `memory_mb`, at most `max_window` frames; `arena`: see
