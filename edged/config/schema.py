@@ -62,7 +62,7 @@ class VoiceConfig:
     """ONNX Runtime's arena: memory an inference took is kept for the next one. false: it goes
     back to the system when the inference ends (large blocks are unmapped when freed, at most two
     malloc arenas), so RSS falls back between announcements (longest corpus line, low-memory
-    profile: peak 129 vs 144 MB, 117 vs 142 MB after it), at twice the CPU (RTF 0.186 vs 0.090
+    profile: peak 129 vs 144 MB, 117 vs 142 MB after it), at twice the CPU (RTF 0.186 vs 0.097
     here). A voice that sleeps (`sleep_after_s`) keeps arenas of its own, which go with it."""
     sleep_after_s: float | None = opt(None, min=1.0, max=86400.0)
     """Drop the voice's ONNX sessions after this long without synthesis, and open them again
