@@ -13,10 +13,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+if TYPE_CHECKING:
+    from edged.voice.prepared import PreparedModel
 
 SAMPLES_PER_ID = 64
 SAMPLE_RATE = 16000
@@ -218,3 +222,18 @@ def make_tiny_vits_voice(onnx_path: Path, speakers: dict[str, int] | None = None
     make_tiny_voice(onnx_path, speakers)  # the .json (and a graph replaced below)
     onnx.save(_vits_graph(bool(speakers), global_norm, flow), str(onnx_path))
     return onnx_path
+
+
+# Long enough for several decoder windows in one piece (one latent frame per phoneme id here).
+LONG = ("The quick brown fox jumps over the lazy dog, and then it runs away into the woods "
+        "behind the old red barn.")
+
+
+def prepare_voice(onnx_path: Path, cache_dir: Path) -> PreparedModel:
+    """A tiny voice prepared as edged prepares a real one (in a child process)."""
+    from edged.voice.hashes import file_sha256
+    from edged.voice.prepared import ensure_prepared
+
+    prepared = ensure_prepared(onnx_path, file_sha256(onnx_path), cache_dir)
+    assert prepared is not None
+    return prepared

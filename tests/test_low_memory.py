@@ -19,22 +19,12 @@ import numpy as np
 import pytest
 from conftest import EDGED, ROOT, Broker
 from daemon_harness import DaemonProc, Watcher, wait_log
-from make_tiny_voice import VITS_HOP, make_tiny_vits_voice
+from make_tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice
+from make_tiny_voice import prepare_voice as _prepare
 
 from edged.config import ConfigError, load_config, parse_config
 from edged.voice import Voice, load_voice
-from edged.voice.hashes import file_sha256
-from edged.voice.prepared import PreparedModel, ensure_prepared
 from edged.voice.sleep import SleepingModel
-
-LONG = ("The quick brown fox jumps over the lazy dog, and then it runs away into the woods "
-        "behind the old red barn.")
-
-
-def _prepare(onnx_path: Path, cache_dir: Path) -> PreparedModel:
-    prepared = ensure_prepared(onnx_path, file_sha256(onnx_path), cache_dir)
-    assert prepared is not None
-    return prepared
 
 
 def _config(tmp_path: Path, text: str) -> Path:
@@ -149,26 +139,22 @@ def test_without_the_arena_an_inference_gives_its_memory_back(tmp_path: Path,
 
 
 # ----------------------------------------------------------------------------- sleeping
-class Opened:
-    """A `wake` for SleepingModel that counts the models it made (the tiny voice's real ones)."""
-
-    def __init__(self, prepared: PreparedModel) -> None:
-        self.prepared = prepared
-        self.count = 0
-
-    def __call__(self):  # type: ignore[no-untyped-def]
-        self.count += 1
-        return self.prepared.open(1)
+def _sleeping(tmp_path: Path, idle_s: float) -> tuple[Voice, SleepingModel]:
+    """The tiny VITS voice, prepared, loaded to sleep after `idle_s` (the config allows no less
+    than a second; the mechanism any time)."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    voice = Voice.load(onnx_path, prepared=_prepare(onnx_path, tmp_path / "cache"),
+                       sleep_after_s=idle_s)
+    model = voice._model
+    assert isinstance(model, SleepingModel)
+    return voice, model
 
 
 def test_a_sleeping_voice_starts_asleep_and_wakes_for_a_stream(tmp_path: Path) -> None:
-    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
-    prepared = _prepare(onnx_path, tmp_path / "cache")
-    assert prepared.inputs == {"input", "input_lengths", "scales"}  # from the manifest
-    awake = Voice.load(onnx_path, prepared=prepared)
-    sleeping = Voice.load(onnx_path, prepared=prepared, sleep_after_s=3600)
-    model = sleeping._model
-    assert isinstance(model, SleepingModel) and not model.awake and model.wakes == 0
+    sleeping, model = _sleeping(tmp_path, 3600)
+    awake = Voice.load(sleeping.onnx_path, prepared=_prepare(sleeping.onnx_path, tmp_path / "cache"))
+    assert model.input_names == {"input", "input_lengths", "scales"}  # from the manifest
+    assert not model.awake and model.wakes == 0
     assert sleeping.pieces(LONG)  # phonemes and settings need no session
     assert np.array_equal(sleeping.synthesize(LONG).samples, awake.synthesize(LONG).samples)
     assert model.awake and model.wakes == 1
@@ -177,46 +163,34 @@ def test_a_sleeping_voice_starts_asleep_and_wakes_for_a_stream(tmp_path: Path) -
 
 
 def test_it_falls_asleep_when_idle_and_wakes_again(tmp_path: Path) -> None:
-    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
-    opened = Opened(_prepare(onnx_path, tmp_path / "cache"))
-    model = SleepingModel(opened, frozenset({"input"}), idle_s=0.05, name="tiny")
-    voice = Voice.load(onnx_path, prepared=opened.prepared)
-    voice._model = model
+    voice, model = _sleeping(tmp_path, 0.05)
     first = voice.synthesize(LONG).samples
     assert model.wait_asleep(10) and not model.awake
     assert np.array_equal(voice.synthesize(LONG).samples, first)
-    assert opened.count == 2 and model.wait_asleep(10)
+    assert model.wakes == 2 and model.wait_asleep(10)
 
 
 def test_it_never_sleeps_under_a_stream(tmp_path: Path) -> None:
     """A stream paused between two steps for longer than idle_s keeps the sessions: the timer
     runs only when no stream holds them, and sleep() refuses while one does."""
-    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
-    opened = Opened(_prepare(onnx_path, tmp_path / "cache"))
-    model = SleepingModel(opened, frozenset({"input"}), idle_s=0.01, name="tiny")
-    voice = Voice.load(onnx_path, prepared=opened.prepared)
-    voice._model = model
+    voice, model = _sleeping(tmp_path, 0.01)
     stream = voice.stream(f"{LONG} {LONG}")
     next(stream)
     assert model.awake and not model.sleep()
     rest = list(stream)
-    assert rest and opened.count == 1
+    assert rest and model.wakes == 1
     assert model.sleep() and not model.awake
 
 
 def test_two_streams_at_once_share_one_wake(tmp_path: Path) -> None:
-    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
-    opened = Opened(_prepare(onnx_path, tmp_path / "cache"))
-    model = SleepingModel(opened, frozenset({"input"}), idle_s=3600, name="tiny")
-    voice = Voice.load(onnx_path, prepared=opened.prepared)
-    voice._model = model
+    voice, model = _sleeping(tmp_path, 3600)
     a, b = voice.stream(LONG), voice.stream(LONG)
     next(a)
     next(b)
     a.close()  # one stream ends: the other still holds the sessions
     assert not model.sleep() and model.awake
     list(b)
-    assert model.sleep() and opened.count == 1
+    assert model.sleep() and model.wakes == 1
 
 
 def test_load_voice_with_the_profile_sleeps(tmp_path: Path) -> None:

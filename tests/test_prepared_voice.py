@@ -19,13 +19,14 @@ import onnx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from make_tiny_voice import VITS_HOP, make_tiny_vits_voice, make_tiny_voice
+from make_tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice, make_tiny_voice
+from make_tiny_voice import prepare_voice as _prepare
 
 from edged.config import parse_config
 from edged.synthesis import Scheduler
 from edged.voice import Voice, load_voice
 from edged.voice.hashes import file_sha256
-from edged.voice.prepared import PreparedModel, ensure_prepared, prepared_folder, read_prepared
+from edged.voice.prepared import ensure_prepared, prepared_folder, read_prepared
 from edged.voice.split import NotSplittable, split_piper_graph
 from edged.voice.windows import (
     DECODE_WINDOW_FRAMES,
@@ -34,16 +35,6 @@ from edged.voice.windows import (
     largest_window,
     window_bounds,
 )
-
-# Long enough for several decoder windows in one piece (one latent frame per phoneme id here).
-LONG = ("The quick brown fox jumps over the lazy dog, and then it runs away into the woods "
-        "behind the old red barn.")
-
-
-def _prepare(onnx_path: Path, cache_dir: Path) -> PreparedModel:
-    prepared = ensure_prepared(onnx_path, file_sha256(onnx_path), cache_dir)
-    assert prepared is not None
-    return prepared
 
 
 def _same_audio(a: Voice, b: Voice, text: str, **settings: object) -> np.ndarray:
