@@ -32,6 +32,7 @@ from .playback import Player, PlayerError
 from .synthesis import Scheduler, SchedulerStopped, Speech, synthesis_workers
 from .voice import Voice, VoicePool, default_settings, load_voice
 from .voice.backend import VoiceBackend
+from .voice.prepared import Status
 
 _LOGGER = logging.getLogger(__name__)
 WARM_SOURCE: Final = "warm"
@@ -109,7 +110,7 @@ class App:
                      report.elapsed_s)
 
 
-def assemble(config: Config, status: Callable[[str], None]) -> App:
+def assemble(config: Config, status: Status) -> App:
     """Check, load and wire everything; ConfigError, VoiceError or StartError when it cannot."""
     ensure_ready(config)  # one line naming the key or file: every check, the audio device too
     if config.profile != "default":

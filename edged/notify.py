@@ -41,9 +41,13 @@ class Notifier:
         return not self._closed and bool(os.environ.get("NOTIFY_SOCKET"))
 
     # ------------------------------------------------------------------ messages
-    def status(self, text: str) -> None:
-        """Free-form status line shown by `systemctl status`."""
-        self._send(f"STATUS={_one_line(text)}")
+    def status(self, text: str, *, busy_s: float | None = None) -> None:
+        """Free-form status line shown by `systemctl status`. `busy_s`: what comes next may take
+        that long (preparing a voice: minutes on a Pi Zero 2 W), so systemd's start timeout
+        (TimeoutStartSec=120) is extended by it (EXTEND_TIMEOUT_USEC) rather than killing a
+        first start that is still preparing."""
+        extend = f"\nEXTEND_TIMEOUT_USEC={int(busy_s * 1e6)}" if busy_s else ""
+        self._send(f"STATUS={_one_line(text)}{extend}")
 
     def ready(self, status: str | None = None) -> None:
         """Start-up is complete: `systemctl start` returns, the watchdog clock starts."""

@@ -221,7 +221,10 @@ def test_first_start_prepares_the_voice_and_says_so(tmp_path: Path, broker: Brok
                                                    default_voice_path: Path,
                                                    notify: NotifyListener) -> None:
     """A new cache dir: STATUS says the voice is being prepared before READY (it takes seconds,
-    a minute on a small board). The next start finds it prepared and says nothing of the kind."""
+    minutes on a small board), and the same datagram extends systemd's start timeout by the
+    preparer's own bound and a minute (EXTEND_TIMEOUT_USEC: TimeoutStartSec=120 would otherwise
+    kill a Pi Zero's first start while it prepares). The next start finds it prepared and says
+    nothing of the kind."""
     watcher = Watcher(broker.port, unique_prefix)
     daemon = DaemonProc(tmp_path / "d", broker.port, unique_prefix, default_voice_path)
     try:
@@ -230,8 +233,11 @@ def test_first_start_prepares_the_voice_and_says_so(tmp_path: Path, broker: Brok
             daemon.start(watcher)
             ready = notify.wait(lambda d: d.fields.get("READY") == "1", mark)
             statuses = [d.fields.get("STATUS", "") for d in notify.got[mark:ready]]
-            preparing = [s for s in statuses if s.startswith("preparing voice en_US-joe-medium.onnx")]
+            preparing = [d.fields for d in notify.got[mark:ready] if d.fields.get(
+                "STATUS", "").startswith("preparing voice en_US-joe-medium.onnx")]
             assert bool(preparing) == (start == "first"), (start, statuses)
+            assert [p.get("EXTEND_TIMEOUT_USEC") for p in preparing] == (
+                ["660000000"] if start == "first" else [])
             daemon.signal(signal.SIGTERM)
             assert daemon.wait(_TIMEOUT_S) == 0
         assert len(list((tmp_path / "d" / "cache" / "models").iterdir())) == 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -14,7 +13,7 @@ from .find import find_voice
 from .hashes import HASH_MEMO_NAME, file_sha256
 from .onnx import Arena
 from .piper import Voice
-from .prepared import ensure_prepared
+from .prepared import Status, ensure_prepared
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -52,7 +51,7 @@ def voice_folders(config: Config) -> tuple[Path, ...]:
 
 
 def load_voice(config: Config, name: str | None = None,
-               status: Callable[[str], None] | None = None) -> VoiceBackend:
+               status: Status | None = None) -> VoiceBackend:
     """Load the configured voice (or `name`) of any backend with the config's synthesis
     options; VoiceError when it cannot."""
     name = name or config.voice.name
@@ -75,7 +74,7 @@ def load_voice(config: Config, name: str | None = None,
 
 
 def load_piper(config: Config, name: str | None = None,
-               status: Callable[[str], None] | None = None) -> Voice:
+               status: Status | None = None) -> Voice:
     """Load the configured Piper voice (or `name`) with the config's synthesis options; `status`
     hears when it has to be prepared first (see prepared.py). VoiceError when it cannot."""
     path = find_voice(name or config.voice.name, config.voice.dirs)

@@ -18,10 +18,9 @@ import logging
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import xxhash
 
@@ -37,7 +36,16 @@ MODELS_DIR_NAME: Final = "models"
 """In cache.dir: one folder per prepared voice."""
 MANIFEST: Final = "manifest.json"
 _MANIFEST_MAX_BYTES: Final = 1 << 20
-_PREPARE_TIMEOUT_S: Final = 600.0  # a Pi 3 takes tens of seconds; x86 about 6 s
+_PREPARE_TIMEOUT_S: Final = 600.0  # x86 about 6 s; a Pi Zero 2 W minutes (emulated: > 600 s)
+_AFTER_PREPARING_S: Final = 60.0
+"""What a start may still take once the voice is prepared (loading it, the rest of the start)."""
+
+
+class Status(Protocol):
+    """Where start-up progress goes (notify.Notifier.status): a line, and maybe how long the
+    next step may take."""
+
+    def __call__(self, text: str, *, busy_s: float | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -149,11 +157,12 @@ def _flow(entry: Any) -> Flow | None:
 
 
 def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: str = "float32",
-                    status: Callable[[str], None] | None = None, *, threads: int = 2,
+                    status: Status | None = None, *, threads: int = 2,
                     lanes: int = 2, rewrites: bool = True) -> PreparedModel | None:
     """The prepared model for `onnx_path`, preparing it first when needed; None when that fails.
 
-    `status` hears that preparing starts (the daemon's STATUS= line: it takes seconds). The
+    `status` hears that preparing starts, and how long it may take (the daemon's STATUS= line,
+    which extends systemd's start timeout by it: seconds here, minutes on a small Pi). The
     graph rewrites are timed with `threads` for the encoder and one thread for the decoder when
     `lanes` > 1 (tune.py); a folder prepared for other settings is used as it is."""
     folder = prepared_folder(cache_dir, onnx_path, sha256, precision)
@@ -162,7 +171,8 @@ def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: st
         return prepared
     _LOGGER.info("Preparing voice %s (once per model and onnxruntime version)...", onnx_path.name)
     if status is not None:
-        status(f"preparing voice {onnx_path.name} (once per model and onnxruntime version)")
+        status(f"preparing voice {onnx_path.name} (once per model and onnxruntime version)",
+               busy_s=_PREPARE_TIMEOUT_S + _AFTER_PREPARING_S)
     start = time.monotonic()
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
