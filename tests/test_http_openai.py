@@ -61,7 +61,11 @@ def test_sdk_streaming_response_streams(served: Callable[..., HttpDaemon]) -> No
     client = _client(daemon)
     with client.audio.speech.with_streaming_response.create(
             model="tts-1", voice="alloy", input=LONG, response_format="pcm") as response:
-        first = next(response.iter_bytes(4096))
+        # Held: an iterator dropped after one next() closes the connection (httpcore ends it
+        # when its generator is closed), and the server then frees the stream at once; that
+        # raced with the check below (seen failing in a clean-clone CI run).
+        received = response.iter_bytes(4096)
+        first = next(received)
         assert first and response.headers["x-sample-rate"] == "24000"
         daemon.wait_streams("http", 1)  # still being made
     daemon.wait_streams("http", 0)
