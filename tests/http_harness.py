@@ -49,7 +49,7 @@ class HttpDaemon:
         self.url = ""
 
     def start(self) -> HttpDaemon:
-        self.app = assemble(self.config, status=lambda _line: None)
+        self.app = assemble(self.config, status=_no_status)
         self.app.start()
         self.url = self.app.daemon.state()["http"]["url"].rstrip("/")
         return self
@@ -139,3 +139,7 @@ class SseReader:
 
     def close(self) -> None:
         self._client.close()
+
+
+def _no_status(text: str, *, busy_s: float | None = None) -> None:
+    """Start-up progress goes nowhere in tests (the daemon's goes to systemd)."""
