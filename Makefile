@@ -45,7 +45,7 @@ run: install
 	  echo "edged: no sound card here, so announcements are published as WAV on MQTT (<prefix>/audio/<id>)"; fi; \
 	exec $(VENV)/bin/edged run --config $(CONFIG) --private-broker-if-needed $$out
 
-# Lint and types first (seconds), then the suite (about 5 minutes on 2 cores). Long suites
+# Lint and types first (seconds), then the suite (about 14 minutes on 2 cores). Long suites
 # (soaks, large fuzz runs, a real Home Assistant) are marked `long` and run in `make test-long`
 # only; the emulated arm64 suite is marked `arm64` and runs in `make test-arm64`.
 test: install lint

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from conftest import EDGED, ROOT
+from conftest import EDGED, ROOT, PreparedVoices
 from make_tiny_voice import make_tiny_voice
 
 from edged.audio import Audio
@@ -545,8 +545,10 @@ def test_folder_failing_after_start_degrades_once(tmp_path: Path,
 
 
 @pytest.mark.voice
-def test_warm_shipped_config_with_real_voice(tmp_path: Path) -> None:
+def test_warm_shipped_config_with_real_voice(tmp_path: Path,
+                                             prepared_voices: PreparedVoices) -> None:
     """`edged cache warm` on config/edged.yaml's sample phrases works with the real voice."""
+    prepared_voices.seed(tmp_path / "cache")
     shipped = ROOT / "config" / "edged.yaml"
     data = yaml.safe_load(shipped.read_text())
     data["cache"]["dir"] = str(tmp_path / "cache")  # never write into the checkout

@@ -7,7 +7,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from conftest import Broker
+from conftest import Broker, PreparedVoices
 from daemon_harness import (  # noqa: F401 - fixtures
     DaemonProc,
     Watcher,
@@ -88,12 +88,13 @@ def test_sigkilled_broker_mid_queue_every_request_finishes(
 
 def test_events_made_while_the_broker_is_down_arrive_after_it_returns(
         tmp_path: Path, broker: Broker, unique_prefix: str,
-        default_voice_path: Path) -> None:
+        default_voice_path: Path, prepared_voices: PreparedVoices) -> None:
     """With the real default voice: the broker stops (SIGTERM, sessions saved) while the
     daemon works through its queue. The daemon keeps speaking, holds events and audio,
     and delivers them after reconnecting; requests the broker redelivers on the resumed
     session are recognised as finished and not spoken again."""
     w = Watcher(broker.port, unique_prefix, persistent=True)
+    prepared_voices.seed(tmp_path / "d" / "cache")
     d = DaemonProc(tmp_path / "d", broker.port, unique_prefix, default_voice_path)
     try:
         d.start(w)

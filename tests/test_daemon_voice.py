@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import Broker, free_port
+from conftest import Broker, PreparedVoices, free_port
 from daemon_harness import DaemonProc, Watcher
 
 from edged.audio import from_wav_bytes
@@ -25,9 +25,11 @@ _LONG = ("The washing machine has finished its cycle. Please empty it soon. The 
 
 
 @pytest.fixture(scope="module")
-def real(tmp_path_factory: pytest.TempPathFactory, default_voice_path: Path) -> Iterator:
+def real(tmp_path_factory: pytest.TempPathFactory, default_voice_path: Path,
+         prepared_voices: PreparedVoices) -> Iterator:
     """A daemon with en_US-joe-medium that streams its audio in parts as sentences are made."""
     root = tmp_path_factory.mktemp("real")
+    prepared_voices.seed(root / "d" / "cache")
     port = free_port()
     broker = Broker(root / "broker", f"listener {port} 127.0.0.1\nallow_anonymous true\n",
                     [port]).start()

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Broker
+from conftest import Broker, PreparedVoices
 from http_harness import HttpDaemon
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -33,8 +33,9 @@ _FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-n
 
 @pytest.fixture
 def page_daemon(tmp_path: Path, broker: Broker, unique_prefix: str,
-                default_voice_path: Path) -> Iterator[HttpDaemon]:
+                default_voice_path: Path, prepared_voices: PreparedVoices) -> Iterator[HttpDaemon]:
     """The daemon with the real default voice (what the screenshot shows)."""
+    prepared_voices.seed(tmp_path / "d" / "cache")
     daemon = HttpDaemon(tmp_path / "d", broker.port, unique_prefix, default_voice_path).start()
     yield daemon
     daemon.stop()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from asr import Recognizer, corpus_lines, wer, word_errors
+from conftest import PreparedVoices
 
 from edged.config import parse_config
 from edged.voice import load_voice
@@ -22,9 +23,11 @@ _MAX_WER = 0.25
 @pytest.mark.voice
 @pytest.mark.parametrize("precision", ["float32", "int8"])
 def test_corpus_is_understood_by_a_recognizer(tmp_path: Path, default_voice_path: Path,
+                                               prepared_voices: PreparedVoices,
                                                precision: str) -> None:
     """Speech the recognizer can follow: corpus WER below a measured threshold, for the voice
     as the daemon loads it (prepared: encoder + windowed decoder), float32 and INT8 weights."""
+    prepared_voices.seed(tmp_path / "cache", precision)
     config = parse_config({"voice": {"name": str(default_voice_path), "precision": precision},
                            "cache": {"dir": "cache"}}, tmp_path)
     voice = load_voice(config)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import PreparedVoices
 from wyoming.info import Describe, Info
 from wyoming.tts import (
     Synthesize,
@@ -42,10 +43,13 @@ def tiny(tiny_voice_path: Path) -> Voice:
 
 
 @pytest.fixture(scope="module")
-def real(tmp_path_factory: pytest.TempPathFactory, default_voice_path: Path) -> Voice:
+def real(tmp_path_factory: pytest.TempPathFactory, default_voice_path: Path,
+         prepared_voices: PreparedVoices) -> Voice:
     """The default voice prepared as the daemon loads it (windows), once for this module."""
+    root = tmp_path_factory.mktemp("real-voice")
+    prepared_voices.seed(root / "c")
     config = parse_config({"voice": {"name": str(default_voice_path)}, "cache": {"dir": "c"}},
-                          tmp_path_factory.mktemp("real-voice"))
+                          root)
     return load_voice(config)
 
 

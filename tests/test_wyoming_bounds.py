@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import PreparedVoices
 from wyoming.error import Error
 from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe
@@ -118,11 +119,12 @@ def test_unknown_event_types_are_dropped_as_the_protocol_asks(served: Served) ->
 
 
 @pytest.mark.voice
-def test_a_client_that_leaves_mid_stream_frees_its_synthesis(tmp_path: Path,
-                                                            default_voice_path: Path) -> None:
+def test_a_client_that_leaves_mid_stream_frees_its_synthesis(
+        tmp_path: Path, default_voice_path: Path, prepared_voices: PreparedVoices) -> None:
     """The client hangs up after the first chunk of a long text: its connection ends, the
     scheduler's stream is closed (no slot held, no more windows made) and nothing incomplete is
     cached."""
+    prepared_voices.seed(tmp_path / "voice" / "c")
     config = parse_config({"voice": {"name": str(default_voice_path)}, "cache": {"dir": "c"}},
                           tmp_path / "voice")
     s = serve(tmp_path, load_voice(config))
