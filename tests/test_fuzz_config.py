@@ -78,6 +78,7 @@ def test_fuzz_1200_documents_end_in_ok_or_one_line_problems(
 
 
 @pytest.mark.long
+@pytest.mark.timeout(900)  # about 20 ms a document here: past the suite's 120 s guard
 def test_fuzz_10000_more_documents(tmp_path: Path, tiny_voice_path: Path) -> None:
     """The same with 10,000 documents from other seeds (make test-long)."""
     outcomes = {"ok": 0, "refused": 0}
