@@ -7,8 +7,7 @@ What is measured, with a real mosquitto on loopback and `edged run` as systemd w
 - spawn -> READY=1 datagram (9 runs per variant of en_US-joe-medium: edged's defaults (INT8,
   prepared), `voice.precision: float32` and `profile: low-memory` (docs/pi.md), prepared by
   `edged cache warm` beforehand as on a device; and float32 with `voice.prepare: false`, loaded
-  from its .onnx as it is); the
-  modules imported before READY (`python -X importtime`) and how long they took;
+  from its .onnx as it is); the modules imported before READY (`python -X importtime`) and how long they took;
 - spawn -> audio of a pinned phrase on <prefix>/audio/<id>: the request is published at spawn
   and held by the broker in the daemon's persistent session (as after a reboot), the phrase is
   in a cache dir warmed beforehand by `edged cache warm`;
@@ -209,7 +208,7 @@ def _config(workdir: Path, port: int, prefix: str, voice: Path, cache_dir: Path,
         "cache": {"dir": str(cache_dir), "phrases": [PHRASE]},
     }
     for key, value in options.items():
-        config[key] = {**config[key], **value} if isinstance(value, dict) else value
+        config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value
     path = workdir / "edged.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

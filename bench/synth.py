@@ -103,7 +103,7 @@ RUNS: tuple[Run, ...] = (
     Run("edged-1t-fp32", "edged", "1core", config=_FP32, note="taskset -c 0, float32"),
     Run("edged-2t-lowmem", "edged", "2core", config={"profile": "low-memory"},
         note="profile: low-memory (docs/pi.md): one window at a time of at most 48 frames on "
-             "2 threads, no arena, the voice asleep until the first line"),
+             "2 threads, sessions with arenas of their own, the voice asleep until the first line"),
 )
 COLD_REPEATS = 1  # extra cold-start-only processes per critical config (the minimum is kept)
 REFERENCE = {"2core": "piper-stock", "1core": "piper-1t"}

@@ -56,11 +56,17 @@ def run_checks(config: Config, *, create_dirs: bool = False, device: bool = Fals
 def check_config_file(path: Path) -> list[str]:
     """What `edged check-config FILE` reports: the file's one error (it cannot be read or is not
     a valid config), or every problem `run_checks` finds; empty: OK."""
+    return load_and_check(path)[1]
+
+
+def load_and_check(path: Path) -> tuple[Config | None, list[str]]:
+    """The config in `path` (None when it cannot be read or is not valid) and its problems, as
+    `check_config_file` reports them."""
     try:
         config = load_config(path)
     except ConfigError as err:
-        return [str(err)]
-    return run_checks(config)
+        return None, [str(err)]
+    return config, run_checks(config)
 
 
 def ensure_ready(config: Config) -> None:

@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..checks import check_config_file
-from ..config import load_config
+from ..checks import load_and_check
 from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, one_line
 
 
@@ -31,11 +30,11 @@ def run(args: argparse.Namespace) -> int:
     path = args.file or args.config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     if path is None:
         raise CommandError(f"no config file: give FILE (and no {DEFAULT_CONFIG} here)")
-    problems = check_config_file(path)
+    config, problems = load_and_check(path)
     for problem in problems:
         print(f"edged: {one_line(problem)}", file=sys.stderr)
-    if problems:
+    if problems or config is None:
         return 2
-    profile = load_config(path).profile  # read again: cheap, and only once it is known good
+    profile = config.profile
     print(f"edged: config OK: {path}" + ("" if profile == "default" else f" (profile {profile})"))
     return 0

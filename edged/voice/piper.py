@@ -232,21 +232,20 @@ class Voice:
 def _load_model(onnx_path: Path, prepared: PreparedModel | None, sleep_after_s: float | None,
                 **how: Any) -> tuple[Model, PreparedModel | None]:
     """The voice's model and the prepared model it runs (None: the .onnx as it is). With
-    `sleep_after_s` a SleepingModel: asleep when the manifest says the inputs, else opened now
-    (its inputs known then) to fall asleep once idle; it always wakes as what it was at start,
-    so its audio stays what the cache keys (the precision) say. `how`: `_open_model`'s
-    threads, lanes, memory_mb, max_window and arena."""
-    if sleep_after_s is not None and prepared is not None and prepared.inputs:
+    `sleep_after_s` a SleepingModel: a prepared one starts asleep (its manifest says the
+    inputs), the .onnx as it is is opened now (its inputs known then) to fall asleep once idle;
+    it always wakes as what it was at start, so its audio stays what the cache keys (the
+    precision) say. `how`: `_open_model`'s threads, lanes, memory_mb, max_window and arena."""
+    if sleep_after_s is None:
+        return _open_model(onnx_path, prepared, **how)
+    if prepared is not None:
         wake = partial(_wake_prepared, onnx_path, prepared, **how)
         return SleepingModel(wake, prepared.inputs, idle_s=sleep_after_s,
                              name=onnx_path.name), prepared
-    model, prepared = _open_model(onnx_path, prepared, **how)
-    if sleep_after_s is None:
-        return model, prepared
-    reopen = (partial(_wake_prepared, onnx_path, prepared, **how) if prepared is not None
-              else partial(_open_whole, onnx_path, how["threads"], how["arena"]))
+    reopen = partial(_open_whole, onnx_path, how["threads"], how["arena"])
+    model = reopen()
     return SleepingModel(reopen, model.input_names, idle_s=sleep_after_s, name=onnx_path.name,
-                         model=model), prepared
+                         model=model), None
 
 
 def _wake_prepared(onnx_path: Path, prepared: PreparedModel, *, threads: int, lanes: int,

@@ -109,10 +109,9 @@ class PreparedModel:
         if self.kind == "split":
             flow = ("" if self.flow is None else " + flow" if self.flow.pad is None
                     else f" + flow in windows (+{self.flow.pad} context)")
-            return (f"encoder{flow} + decoder in windows of up to "
-                    f"{self.largest_window(lanes, memory_mb, max_window)} frames (+{self.pad} "
-                    "context, "
-                    f"{lanes} at once){int8}")
+            largest = self.largest_window(lanes, memory_mb, max_window)
+            return (f"encoder{flow} + decoder in windows of up to {largest} frames "
+                    f"(+{self.pad} context, {lanes} at once){int8}")
         return f"whole graph{int8} ({self.note})" if self.note else f"whole graph{int8}"
 
 

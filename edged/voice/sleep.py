@@ -37,7 +37,7 @@ class SleepingModel:
         self._changed = threading.Condition(self._lock)
         self._timer: threading.Timer | None = None
         self.wakes = 0
-        """How often the sessions were opened (for the state and tests)."""
+        """How often the sessions were opened (tests count on it)."""
         if model is not None:
             self._sleep_later()
 
