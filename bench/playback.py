@@ -117,7 +117,7 @@ def _thread_cpu_s(thread: threading.Thread) -> float:
 def bench_soxr() -> dict[str, Any]:
     import soxr
 
-    from edged.playback.resample import QUALITY, Resampler
+    from edged.audio.resample import QUALITY, Resampler
 
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(RATE * 10) * 0.1).astype(np.float32)  # 10 s
@@ -145,8 +145,8 @@ def bench_soxr() -> dict[str, Any]:
 
 def bench_pipeline() -> dict[str, Any]:
     from edged.audio import Audio
+    from edged.audio.loudness import Shaper
     from edged.config import AudioConfig
-    from edged.playback.loudness import Shaper
 
     rng = np.random.default_rng(1)
     chunk = Audio((rng.standard_normal(RATE * 2) * 3000).astype(np.int16), RATE)

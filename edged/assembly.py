@@ -21,9 +21,9 @@ from .cache import PhraseCache, expand_phrases
 from .checks import ensure_ready
 from .config import Config
 from .config.profiles import describe as describe_profile
-from .daemon import Daemon
-from .device_state import DeviceSettings
-from .donelog import DoneLog
+from .daemon.core import Daemon
+from .daemon.device_state import DeviceSettings
+from .daemon.donelog import DoneLog
 from .homeassistant import HomeAssistantBridge
 from .mqtt import MqttLink
 from .net import NetLoop, Server
@@ -32,7 +32,7 @@ from .playback import Player, PlayerError
 from .synthesis import Scheduler, SchedulerStopped, Speech, synthesis_workers
 from .voice import Voice, VoicePool, default_settings, load_voice
 from .voice.backend import VoiceBackend
-from .voice.prepared import Status
+from .voice.piper.prepared import Status
 
 _LOGGER = logging.getLogger(__name__)
 WARM_SOURCE: Final = "warm"

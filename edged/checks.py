@@ -32,8 +32,8 @@ from .playback import PlayerError
 from .playback.chimes import load_chime
 from .playback.devices import Device
 from .voice import VoiceError, find_voice
-from .voice.catalog import CatalogError, load_catalog
-from .voice.hashes import HASH_MEMO_NAME, file_sha256, forget
+from .voice.catalog.hashes import HASH_MEMO_NAME, file_sha256, forget
+from .voice.catalog.known import CatalogError, load_catalog
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -130,8 +130,8 @@ class PreparedVoices:
 
     def seed(self, cache_dir: Path, precision: str = "int8") -> Path:
         """Copy (never link: a test may damage its copy) the prepared folder into `cache_dir`."""
-        from edged.voice.hashes import file_sha256
-        from edged.voice.prepared import ensure_prepared, prepared_folder
+        from edged.voice.catalog.hashes import file_sha256
+        from edged.voice.piper.prepared import ensure_prepared, prepared_folder
 
         self._sha256 = self._sha256 or file_sha256(self._onnx)
         source = prepared_folder(self._root, self._onnx, self._sha256, precision)

@@ -20,7 +20,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 if TYPE_CHECKING:
-    from edged.voice.prepared import PreparedModel
+    from edged.voice.piper.prepared import PreparedModel
 
 SAMPLES_PER_ID = 64
 SAMPLE_RATE = 16000
@@ -231,8 +231,8 @@ LONG = ("The quick brown fox jumps over the lazy dog, and then it runs away into
 
 def prepare_voice(onnx_path: Path, cache_dir: Path) -> PreparedModel:
     """A tiny voice prepared as edged prepares a real one (in a child process)."""
-    from edged.voice.hashes import file_sha256
-    from edged.voice.prepared import ensure_prepared
+    from edged.voice.catalog.hashes import file_sha256
+    from edged.voice.piper.prepared import ensure_prepared
 
     prepared = ensure_prepared(onnx_path, file_sha256(onnx_path), cache_dir)
     assert prepared is not None

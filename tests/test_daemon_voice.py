@@ -13,7 +13,7 @@ from conftest import Broker, PreparedVoices, free_port
 from daemon_harness import DaemonProc, Watcher
 
 from edged.audio import from_wav_bytes
-from edged.voice.windows import DECODE_WINDOW_FRAMES
+from edged.voice.piper.windows import DECODE_WINDOW_FRAMES
 
 pytestmark = pytest.mark.voice
 _HOP = 256

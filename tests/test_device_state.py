@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edged.device_state import DeviceSettings, Recent, SettingError
-from edged.events import Failed, Finished
+from edged.daemon.device_state import DeviceSettings, Recent, SettingError
+from edged.daemon.events import Failed, Finished
 
 _VOICES = ("en_US-joe-medium", "other")
 

@@ -8,7 +8,7 @@ import pytest
 
 from edged.config import parse_config
 from edged.languages import LanguageError, check_tags, language_code, segment
-from edged.languages.route import Router
+from edged.synthesis.route import Router
 from edged.voice import VoicePool
 
 # (text, options, expected [(language, segment text)])

@@ -24,7 +24,7 @@ from make_tiny_voice import prepare_voice as _prepare
 
 from edged.config import ConfigError, load_config, parse_config
 from edged.voice import Voice, load_voice
-from edged.voice.sleep import SleepingModel
+from edged.voice.piper.sleep import SleepingModel
 
 
 def _config(tmp_path: Path, text: str) -> Path:

@@ -19,8 +19,8 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
 from edged.audio import Audio, from_wav_bytes
 from edged.config import Config, ConfigError, MqttConfig, TlsConfig
+from edged.daemon.requests import Request, RequestError, Rules, parse_control, parse_request
 from edged.mqtt import AudioSink, MqttLink, Origin, Ticket, Topics
-from edged.requests import Request, RequestError, Rules, parse_control, parse_request
 
 _TIMEOUT_S = 10.0
 RULES = Rules(max_chars=500, voices=("joe", "/voices/tiny.onnx"), outputs=("publish",))

@@ -25,16 +25,16 @@ from make_tiny_voice import prepare_voice as _prepare
 from edged.config import parse_config
 from edged.synthesis import Scheduler
 from edged.voice import Voice, load_voice
-from edged.voice.hashes import file_sha256
-from edged.voice.prepared import ensure_prepared, prepared_folder, read_prepared
-from edged.voice.split import NotSplittable, split_piper_graph
-from edged.voice.windows import (
+from edged.voice.catalog.hashes import file_sha256
+from edged.voice.piper.prepared import ensure_prepared, prepared_folder, read_prepared
+from edged.voice.piper.windows import (
     DECODE_WINDOW_FRAMES,
     FIRST_WINDOW_FRAMES,
     MAX_WINDOW_FRAMES,
     largest_window,
     window_bounds,
 )
+from edged.voice.prepare.split import NotSplittable, split_piper_graph
 
 
 def _same_audio(a: Voice, b: Voice, text: str, **settings: object) -> np.ndarray:
@@ -119,7 +119,7 @@ def test_second_load_reuses_the_folder(tmp_path: Path, caplog: pytest.LogCapture
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     first = _prepare(onnx_path, tmp_path / "cache")
     stamp = (first.folder / "manifest.json").stat().st_mtime_ns
-    caplog.set_level(logging.INFO, logger="edged.voice.prepared")
+    caplog.set_level(logging.INFO, logger="edged.voice.piper.prepared")
     again = _prepare(onnx_path, tmp_path / "cache")
     assert again == first
     assert (first.folder / "manifest.json").stat().st_mtime_ns == stamp
@@ -135,7 +135,7 @@ def test_damaged_weights_are_prepared_again(tmp_path: Path, caplog: pytest.LogCa
     data[len(data) // 2] ^= 0x40
     weights.write_bytes(bytes(data))
     assert read_prepared(first.folder, file_sha256(onnx_path)) is None
-    caplog.set_level(logging.INFO, logger="edged.voice.prepared")
+    caplog.set_level(logging.INFO, logger="edged.voice.piper.prepared")
     again = _prepare(onnx_path, tmp_path / "cache")
     assert "decoder.weights fails its checksum" in caplog.text
     assert "Preparing voice vits.onnx" in caplog.text

@@ -19,10 +19,11 @@ import pytest
 from make_tiny_voice import make_tiny_vits_voice
 from onnx import TensorProto, helper, numpy_helper
 
-from edged.voice import Voice, rewrite
-from edged.voice.hashes import file_sha256
-from edged.voice.prepare import Tuning, prepare
-from edged.voice.prepared import cpu_signature, prepared_folder, read_prepared
+from edged.voice import Voice
+from edged.voice.catalog.hashes import file_sha256
+from edged.voice.piper.prepared import cpu_signature, prepared_folder, read_prepared
+from edged.voice.prepare import rewrite
+from edged.voice.prepare.prepare import Tuning, prepare
 
 _RNG = np.random.default_rng(3)
 LONG = ("The quick brown fox jumps over the lazy dog, and then it runs away into the woods "
@@ -166,7 +167,7 @@ def test_a_rewrite_that_changes_the_audio_is_dropped(tmp_path: Path,
             last.output[0] = raw
         return out
 
-    monkeypatch.setattr("edged.voice.tune.rewritten", louder)
+    monkeypatch.setattr("edged.voice.prepare.tune.rewritten", louder)
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     sha = file_sha256(onnx_path)
     folder = prepared_folder(tmp_path / "cache", onnx_path, sha)

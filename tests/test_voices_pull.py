@@ -124,7 +124,7 @@ def test_pulled_style_is_listed(tmp_path: Path, registry: dict[str, bytes]) -> N
     assert rows["espeak:yue"][1:3] == ["yue", "espeak"]
     assert rows["espeak:ko"][1:3] == ["ko", "espeak"]
     assert "GPL-3.0-or-later" in r.stdout
-    from edged.voice import kokoro_assets
+    from edged.voice.kokoro import assets as kokoro_assets
 
     if kokoro_assets.installed():
         assert rows["kokoro:zf_xiaoxiao"][1:3] == ["zh", "kokoro"]

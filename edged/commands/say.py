@@ -21,8 +21,8 @@ from ..audio import Audio, to_wav_bytes
 from ..config import Config
 from ..files import own_fd, write_output
 from ..languages import LanguageError
-from ..languages.route import Routed, Router
 from ..synthesis.join import Joiner
+from ..synthesis.route import Routed, Router
 from ..voice import VoiceError, VoicePool, default_settings
 from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, config_from_args
 

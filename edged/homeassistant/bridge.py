@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..config import Config
-from ..device_state import SettingError
-from ..events import Rejected
-from ..requests import new_id
+from ..daemon.device_state import SettingError
+from ..daemon.events import Rejected
+from ..daemon.requests import new_id
 from .discovery import Discovery, build_discovery, settings_topics
 
 if TYPE_CHECKING:
-    from ..daemon import Daemon
+    from ..daemon.core import Daemon
 
 _LOGGER = logging.getLogger(__name__)
 _MAX_SETTING_BYTES = 256

@@ -22,11 +22,11 @@ from typing import Final
 
 from aiohttp import web
 
-from ..daemon import Daemon
-from ..events import Event
+from ..daemon.core import Daemon
+from ..daemon.events import Event
+from ..daemon.outcomes import Intake
+from ..daemon.requests import RequestError
 from ..net import run_blocking
-from ..outcomes import Intake
-from ..requests import RequestError
 from ..synthesis import Scheduler
 from .errors import HttpError, busy
 

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from ..requests import Request, RequestError, Rules, parse_request
+from ..daemon.requests import Request, RequestError, Rules, parse_request
 from .errors import HttpError
 from .formats import ALIASES, FORMATS, Format, supported
 

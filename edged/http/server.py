@@ -26,10 +26,10 @@ from typing import Final
 from aiohttp import web
 
 from ..config import Config, HttpConfig
-from ..daemon import Daemon
+from ..daemon.core import Daemon
+from ..daemon.requests import Rules
 from ..net import listen
 from ..net.listen import url_of
-from ..requests import Rules
 from ..synthesis import Speech
 from .announce import Announcements
 from .errors import HttpError, error_response

@@ -22,9 +22,9 @@ from typing import Final
 from aiohttp import web
 
 from ..audio import Audio
+from ..daemon.priorities import rank
+from ..daemon.requests import Rules
 from ..net import chunks, open_speech, run_blocking
-from ..priorities import rank
-from ..requests import Rules
 from ..synthesis import Busy, SchedulerStopped, Speech, SpeechStream
 from ..voice import VoiceError
 from .errors import HttpError, busy

@@ -15,10 +15,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from ..config import Config
-from ..daemon import Daemon
+from ..daemon.core import Daemon
 from ..net import run_blocking
 from ..voice import Voice, VoicePool
-from ..voice.listing import voice_listings
+from ..voice.catalog.listing import voice_listings
 from .metrics import Metrics
 
 

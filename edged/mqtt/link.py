@@ -34,7 +34,7 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from ..config import Config
-from ..requests import CONTROL_MAX_BYTES
+from ..daemon.requests import CONTROL_MAX_BYTES
 from .client_setup import Topics, no_delay, set_credentials
 from .intake import Intake, LinkHandler, Ticket
 from .outbox import Latest, Outbox

@@ -9,9 +9,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audio import Audio, WavError, apply_volume, read_wav
+from ..audio.loudness import shape_chime
 from ..config import AudioConfig, ConfigError
-from ..priorities import PRIORITIES
-from .loudness import shape_chime
+from ..daemon.priorities import PRIORITIES
 
 CHIME_MAX_S: Final = 10.0
 

@@ -26,11 +26,11 @@ from typing import Final
 import numpy as np
 
 from ..audio import Audio, to_float, to_int16
+from ..audio.loudness import Shaper, fade
 from ..config import AudioConfig
-from ..priorities import PRIORITIES, preempts
+from ..daemon.priorities import PRIORITIES, preempts
 from .chimes import Chimes
 from .devices import Aborted, Device, PlayerError
-from .loudness import Shaper, fade
 from .session import Pcm, PlaybackReport, Session
 
 _LOGGER = logging.getLogger(__name__)

@@ -23,12 +23,12 @@ from typing import Any
 from ..audio import Audio
 from ..cache import PhraseCache, WarmReport, warm
 from ..config import Config
+from ..daemon.priorities import BACKGROUND
 from ..languages import LanguageError, check_tags
-from ..languages.route import Router
-from ..priorities import BACKGROUND
 from ..voice import SynthesisSettings, VoiceError, VoicePool, default_settings
 from ..voice.backend import VoiceBackend
 from .join import Joiner
+from .route import Router
 from .scheduler import AudioStream, Scheduler
 
 

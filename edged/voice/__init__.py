@@ -1,11 +1,11 @@
 """A voice: finding it, preparing it once, its ONNX sessions, and the pool under the memory budget."""
 
 from .backend import VoiceBackend
+from .catalog.find import VoiceInfo, find_voice, list_voices
 from .errors import VoiceError
-from .find import VoiceInfo, find_voice, list_voices
 from .load import inference_threads, load_voice
-from .piper import Voice
-from .pool import OverBudget, VoicePool
+from .loaded import OverBudget, VoicePool
+from .piper.voice import Voice
 from .settings import SynthesisSettings, default_settings
 
 __all__ = [

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..audio import Audio
 from ..frontend.japanese import kana_reading
-from ..frontend.languages import normalizer_for
+from ..frontend.normalizers import normalizer_for
 from ..frontend.phonemes import Espeak, PhonemizerError
 from ..languages.codes import locale_language
 from .backend import ESPEAK_PREFIX, speed_settings

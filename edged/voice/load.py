@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Final
 
 from ..memory import keep_no_spare_memory
 from .backend import ESPEAK_PREFIX, KOKORO_PREFIX, VoiceBackend, backend_of
-from .find import find_voice
-from .hashes import HASH_MEMO_NAME, file_sha256
+from .catalog.find import find_voice
+from .catalog.hashes import HASH_MEMO_NAME, file_sha256
 from .onnx import Arena
-from .piper import Voice
-from .prepared import Status, ensure_prepared
+from .piper.prepared import Status, ensure_prepared
+from .piper.voice import Voice
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -63,7 +63,7 @@ def load_voice(config: Config, name: str | None = None,
                            sentence_pause_ms=config.voice.sentence_pause_ms,
                            date_order=config.frontend.date_order)
     if kind == "kokoro":
-        from .kokoro import load_kokoro  # imports the Japanese/Mandarin stacks: only here
+        from .kokoro.voice import load_kokoro  # imports the Japanese/Mandarin stacks: only here
 
         return load_kokoro(name.removeprefix(KOKORO_PREFIX), cache_dir=config.cache.dir,
                            dirs=voice_folders(config), threads=inference_threads(config),

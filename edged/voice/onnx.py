@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from .windows import Part
+from .piper.windows import Part
 
 
 class Model(Protocol):

@@ -1,6 +1,6 @@
 """A Wyoming text-to-speech server (Home Assistant's Assist, `tts.speak`) on the daemon's voices."""
 
-from ..voice.listing import VoiceListing
+from ..voice.catalog.listing import VoiceListing
 from .connection import SOURCE
 from .info import build_info, list_voices
 from .server import WyomingError, WyomingServer

@@ -44,13 +44,13 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
-from ..device_state import DeviceSettings
+from ..daemon.device_state import DeviceSettings
 from ..languages import LanguageError
 from ..languages.codes import language_code, locale_language
 from ..net import chunks, open_speech
 from ..synthesis import Busy, SchedulerStopped, Speech
 from ..voice import VoiceError
-from ..voice.listing import VoiceListing
+from ..voice.catalog.listing import VoiceListing
 from .framing import Bounds, FrameError, read_event
 from .text_stream import SentenceBuffer
 

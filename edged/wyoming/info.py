@@ -16,7 +16,7 @@ from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeake
 from .. import __version__
 from ..config import Config
 from ..homeassistant.discovery import PROJECT_URL
-from ..voice.listing import VoiceListing, voice_listings
+from ..voice.catalog.listing import VoiceListing, voice_listings
 
 PROGRAM: str = "edged"
 

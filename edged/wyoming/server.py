@@ -23,11 +23,11 @@ from wyoming.error import Error
 from wyoming.event import async_write_event
 
 from ..config import Config
-from ..device_state import DeviceSettings
+from ..daemon.device_state import DeviceSettings
+from ..daemon.priorities import rank
 from ..net import spawn
-from ..priorities import rank
 from ..synthesis import Speech
-from ..voice.listing import VoiceListing
+from ..voice.catalog.listing import VoiceListing
 from .advertise import Advertiser, addresses_to_advertise
 from .connection import Connection, Context
 from .framing import Bounds

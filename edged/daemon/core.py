@@ -1,0 +1,351 @@
+"""The daemon: requests from MQTT, one announcer thread, events and audio back.
+
+    paho network thread                       announcer thread (exactly one)
+    on_say: parse -> check -> queue.put  ──►  job = queue.get()  (best priority first)
+      "queued" (or "rejected" + ack)            "started" -> cache or scheduler -> outputs
+    on_control: stop/skip/clear/pause/resume    "finished"/"failed" -> remember id -> ack
+    say / control: the same from the HTTP server (no ticket: nothing to ack, outcome returned)
+Every event goes to `<prefix>/event` and to the in-process listeners (outcomes.py).
+
+The queue holds announcements waiting for the loudspeaker; their synthesis runs on the shared
+synthesis scheduler (synthesis/scheduler.py) when their turn comes, at their priority.
+
+A request is acknowledged to the broker only after its final event, so one the daemon had
+not finished when it died is redelivered; finished ids are remembered on disk (DoneLog) so
+a redelivery of something already spoken is acknowledged silently instead of spoken twice
+(a client sending a finished id again gets its final event again, marked `repeat`).
+
+In-flight window: at most `limits.queue` waiting requests plus the one being spoken, all
+unacknowledged. The receive maximum asked of the broker is `limits.queue + 2` (one more than
+it holds: a request beyond a full queue is answered "busy" at once rather than held back
+silently); a synth daemon's is `limits.queue` (in the pool a request waits at the broker).
+
+The house (house/): group and pool requests come through `on_say` with their `Origin`; quiet
+hours hold announcements in the queue or drop them; a start instant is the player's. Load: no
+outcome is ever dropped; too much waiting for the broker (mqtt/outbox.py) slows QoS 1 intake
+and refuses QoS 0 requests (counted: `refused` in the state, an `overloaded` event).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from ..config import Config
+from ..house import Reply, Schedule, late_error
+from ..memory import MemoryGuard
+from ..mqtt import MqttLink, Origin, Ticket
+from ..playback import Player
+from ..synthesis import Speech
+from .admission import Admission, Duplicate, Refusal
+from .announcer import Announcer, Skipped
+from .device_state import DeviceSettings, Recent
+from .donelog import DoneLog
+from .events import ControlDone, Event, Failed, Finished, Queued, Started
+from .job import Job
+from .jobqueue import JobQueue, QueueFull
+from .outcomes import Intake, Outcomes, Problem
+from .priorities import preempts
+from .quiet import QuietKeeper
+from .requests import RequestError, Rules, new_id, parse_control
+from .state import StateBoard
+
+_LOGGER = logging.getLogger(__name__)
+SHUTDOWN: Final = "shutdown"
+"""Abort reason of the job cut short by SIGTERM: it gets no final event and no ack."""
+
+
+class Daemon:
+    """Requests in, announcements and events out. Built by `assembly.assemble`; `start`, then
+    `stop` from any thread."""
+
+    def __init__(self, config: Config, *, speech: Speech, done: DoneLog, player: Player | None,
+                 link: MqttLink, status: Callable[[str], None] | None = None,
+                 settings: DeviceSettings | None = None) -> None:
+        self.config = config
+        self._speech = speech
+        self._pool = speech.pool
+        self._cache = speech.cache
+        self._memory = MemoryGuard(config.limits.memory_mb)
+        self._done = done
+        self._player = player
+        outputs = {"publish"} | ({"play"} if player is not None else set())
+        self._rules = Rules(max_chars=config.limits.max_chars, voices=self._pool.names,
+                            outputs=outputs, max_request_bytes=config.limits.request_bytes)
+        self._queue: JobQueue[Job] = JobQueue(config.limits.queue)
+        self._lock = threading.Lock()
+        self._held: dict[tuple[int, int], Job] = {}
+        self._active_ids: set[str] = set()
+        self._current: Job | None = None
+        self._stopping = threading.Event()
+        self.settings = settings or DeviceSettings(None, self._pool.choices)
+        """Device volume and selected voice (Home Assistant's number and select)."""
+        self.recent = Recent()
+        self.schedule = Schedule(config.schedule)
+        """Quiet hours and time-of-day volume; its `clock` is injectable."""
+        self._quiet = QuietKeeper(self.schedule, self.settings)
+        self._admission = Admission(config, self._rules, speech, self._memory, done,
+                                    self.schedule)
+        self._board = StateBoard(config, self._pool, self._cache, self.settings, self.recent)
+        self._out = Outcomes(link, done, self._board, self.recent, status, config.device_id)
+        self.fanout = self._out.fanout
+        self.heartbeat = time.monotonic()
+        self.link = link
+        link.handler = self
+        self._announcer = Announcer(
+            speech, player, self.link, stream_audio=config.mqtt.stream_audio,
+            fallback_to_publish=config.audio.fallback_to_publish, beat=self._beat,
+            settings=self.settings, schedule=self.schedule, skip_late=config.groups_late == "skip")
+        self._worker = threading.Thread(target=self._work, name="edged-announcer", daemon=True)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._worker.start()
+        self.link.start()
+
+    def stop(self) -> None:
+        """Finish the current announcement (up to limits.stop_timeout_s), leave the rest
+        unacknowledged for redelivery, say offline, disconnect."""
+        self._stopping.set()
+        self._queue.close()
+        self._worker.join(self.config.limits.stop_timeout_s)
+        if self._worker.is_alive():
+            with self._lock:
+                if self._current is not None:
+                    self._current.abort = SHUTDOWN
+            if self._player is not None:
+                self._player.interrupt()
+            self._worker.join(5.0)
+        self.link.stop()
+        with contextlib.suppress(Exception):
+            self._cache.close()
+        self._done.close()
+
+    # -- requests (paho network thread) ----------------------------------------------------
+
+    def on_connected(self, session_present: bool) -> None:
+        self._out.refused.report(every_s=0.0)
+        self._publish_state()
+
+    def on_say(self, payload: bytes, ticket: Ticket, origin: Origin | None = None) -> None:
+        received = time.monotonic()
+        if self._stopping.is_set():
+            return  # not acknowledged: the broker keeps it for the next start
+        with self._lock:
+            if ticket.dup and (ticket.generation, ticket.mid) in self._held:
+                return  # redelivered after a reconnect; the copy we hold will be acked
+        if not self._overloaded(ticket):
+            self._take(payload, ticket, received, origin)
+
+    def say(self, payload: bytes) -> Intake:
+        """The HTTP twin of `on_say`, from any thread: the same parsing, queue, done-log and
+        events; with no ticket there is nothing to acknowledge, and the outcome is returned."""
+        if self._stopping.is_set():
+            return Intake(new_id(), "rejected", "the daemon is stopping", "unavailable")
+        return self._take(payload, None, time.monotonic())
+
+    def _take(self, payload: bytes, ticket: Ticket | None, received: float,
+              origin: Origin | None = None) -> Intake:
+        result = self._admission.admit(payload, ticket, received, origin, self._is_active)
+        if isinstance(result, Refusal):
+            return self._reject(result.request_id, result.error, ticket, result.problem,
+                                result.reply)
+        if isinstance(result, Duplicate):
+            _LOGGER.info("Request %s was delivered again; already handled, not spoken twice",
+                         result.request_id)
+            if result.outcome is not None and not (ticket is not None and ticket.dup):
+                # A client asking again (not the broker redelivering): it may have missed it.
+                self._out.repeat(result.request_id, result.outcome, result.reply)
+            self._out.ack(ticket)
+            return Intake(result.request_id, "duplicate")
+        return self._enqueue(result)
+
+    def _is_active(self, request_id: str) -> bool:
+        with self._lock:
+            return request_id in self._active_ids
+
+    def _enqueue(self, job: Job) -> Intake:
+        request = job.request
+        try:
+            displaced = self._queue.put(job, request.rank, on_admit=self._admit)
+        except QueueFull:
+            return self._reject(request.id, f"busy: {self._queue.maxsize} requests are already "
+                                f"waiting (limits.queue); try again later", job.ticket, "busy",
+                                job.reply)
+        if displaced is not None:
+            self._finish(displaced, Failed(displaced.request.id, error="dropped from the full "
+                         f"queue to make room for {request.priority} request {request.id}"))
+        self._interrupt(lambda current: preempts(request.priority, current.request.priority),
+                        f"interrupted by {request.priority} request {request.id}")
+        self._publish_state()
+        return Intake(request.id, "queued")
+
+    def on_control(self, payload: bytes, ticket: Ticket) -> None:
+        if self._overloaded(ticket):
+            return
+        with contextlib.suppress(RequestError):  # already rejected (published and acked)
+            self._control(payload, ticket)
+
+    def control(self, payload: bytes) -> ControlDone:
+        """The HTTP twin of `on_control`; RequestError (also published as `rejected`)."""
+        return self._control(payload, None)
+
+    def _control(self, payload: bytes, ticket: Ticket | None) -> ControlDone:
+        try:
+            control = parse_control(payload)
+        except RequestError as err:
+            self._reject(err.request_id or new_id(), str(err), ticket,
+                         "too_large" if err.too_large else "invalid")
+            raise
+        reason = f"{control.action} by control request {control.id}"
+        affected: list[str] = []
+        if control.action in ("clear", "stop"):
+            for job in self._queue.drain():
+                self._finish(job, Failed(job.request.id, error=f"cleared: {reason}"))
+                affected.append(job.request.id)
+        if control.action in ("skip", "stop"):
+            affected += self._interrupt(lambda job: True, f"skipped: {reason}")
+        if control.action == "pause":
+            self._queue.pause()
+        elif control.action == "resume":
+            self._queue.resume()
+        done = ControlDone(control.id, action=control.action, affected=tuple(affected))
+        self._out.publish(done)
+        self._out.ack(ticket)
+        self._publish_state()
+        return done
+
+    def _overloaded(self, ticket: Ticket) -> bool:
+        """A QoS 0 message while too much waits for the broker: refused and counted (QoS 1
+        intake is slowed by the link instead, which defers acknowledgements)."""
+        if ticket.qos != 0 or not self.link.overloaded():
+            return False
+        self._out.refused.shed()
+        return True
+
+    def _admit(self, job: Job) -> None:
+        # Runs under the queue lock, before the announcer thread can see the job.
+        with self._lock:
+            if job.ticket is not None:
+                self._held[(job.ticket.generation, job.ticket.mid)] = job
+            self._active_ids.add(job.request.id)
+        # The queue's lock is an RLock: len() from here is fine.
+        self._out.publish(Queued(job.request.id, priority=job.request.priority,
+                                 queue=len(self._queue) + 1, group=job.group,
+                                 play_at=job.instant.ms if job.instant else None), job.reply)
+
+    def _interrupt(self, which: Callable[[Job], bool], reason: str) -> list[str]:
+        with self._lock:
+            job = self._current
+            if job is None or job.abort is not None or not which(job):
+                return []
+            job.abort = reason
+        if self._player is not None:
+            self._player.interrupt()
+        return [job.request.id]
+
+    # -- the announcer thread -------------------------------------------------------------
+
+    def _work(self) -> None:
+        while not self._stopping.is_set():
+            self.heartbeat = time.monotonic()
+            max_rank, changed = self._quiet.watch()
+            if changed:  # quiet hours began or ended, or the time-of-day volume changed
+                self._publish_state()
+            job = self._queue.get(timeout=0.5, max_rank=self._quiet.schedule.eligible_rank)
+            if job is None:
+                self._out.refused.report()  # what was shed while busy, once idle
+                for held in self._quiet.expired(self._queue, max_rank):  # by their own ttl_s
+                    self._finish(held, Failed(held.request.id, error=self._quiet.expiry(held)))
+                continue
+            try:
+                self._serve(job)
+            except Exception:  # one announcement must never stop the announcer
+                _LOGGER.exception("Unexpected error serving request %s", job.request.id)
+                self._finish(job, Failed(job.request.id,
+                                         error="internal error; see the daemon log"))
+
+    def _serve(self, job: Job) -> None:
+        if expired := self._quiet.expiry(job):
+            self._finish(job, Failed(job.request.id, error=expired))
+            return
+        with self._lock:
+            self._current = job
+        self._out.publish(Started(job.request.id), job.reply)
+        self._publish_state()
+        try:
+            finished = self._announcer.announce(job)
+        except Skipped as skipped:
+            self._finish(job, Failed(job.request.id, late_ms=round(1000 * skipped.late_s, 1),
+                                     error=late_error(skipped.late_s, self.config.groups_late)))
+            return
+        except Exception as err:
+            if job.abort != SHUTDOWN:
+                _LOGGER.warning("Request %s failed: %s", job.request.id, err)
+                self._finish(job, Failed(job.request.id, error=f"speaking failed: {err}"))
+            return
+        finally:
+            with self._lock:
+                self._current = None
+            self._publish_state()
+        if job.abort == SHUTDOWN:
+            return  # left unacknowledged: the broker redelivers it after the restart
+        if job.abort is not None:
+            self._finish(job, Failed(job.request.id, error=job.abort))
+        else:
+            self._finish(job, finished)
+
+    def _beat(self) -> None:
+        self.heartbeat = time.monotonic()
+
+    # -- outcomes, state ------------------------------------------------------------------
+
+    def _finish(self, job: Job, event: Finished | Failed) -> None:
+        """The one final event of an accepted request, then remember it, then acknowledge."""
+        self._out.final(job.done_key, job.request.text, event, job.reply)
+        with self._lock:
+            if job.ticket is not None:
+                self._held.pop((job.ticket.generation, job.ticket.mid), None)
+            self._active_ids.discard(job.request.id)
+        self._out.ack(job.ticket)
+        self._publish_state()  # the last announcement's outcome (Home Assistant's sensors)
+
+    def _reject(self, request_id: str, error: str, ticket: Ticket | None,
+                problem: Problem = "invalid", reply: Reply | None = None) -> Intake:
+        self._out.reject(request_id, error, ticket, problem, reply)
+        self._publish_state()  # `refused` changed (a latest value: cheap under a flood)
+        return Intake(request_id, "rejected", error, problem)
+
+    def reload_refused(self, reason: str) -> None:
+        """A SIGHUP's config was refused: `reload_error` in the state and STATUS= say why."""
+        self._out.reload_refused(reason)
+        self._publish_state()
+
+    def publish_event(self, event: Event) -> None:
+        """An event of another room (a refused setting) on `<p>/event`, stamped like ours."""
+        self._out.publish(event)
+
+    def report(self, part: str, value: Any) -> None:
+        """Show `value` as `part` of the state (a network server's address or why it is off)."""
+        self._board.report(part, value)
+        self._publish_state()
+
+    def state(self) -> dict[str, Any]:
+        """What `<prefix>/state` says now."""
+        with self._lock:
+            speaking = self._current is not None
+        state = self._out.state(speaking=speaking, queue=len(self._queue),
+                                paused=self._queue.paused)
+        state["schedule"] = self._quiet.state(self._queue)
+        return state
+
+    def publish_state(self) -> None:
+        """Publish `<p>/state` now (after a setting changed)."""
+        self._out.publish_state(self.state())
+
+    _publish_state = publish_state
