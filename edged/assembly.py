@@ -30,9 +30,9 @@ from .net import NetLoop, Server
 from .net.listen import bind, url_of
 from .playback import Player, PlayerError
 from .synthesis import Scheduler, SchedulerStopped, Speech, synthesis_workers
-from .voice import Voice, VoicePool, default_settings, load_voice
+from .voice import LoadedVoices, PiperVoice, default_settings, load_voice
 from .voice.backend import VoiceBackend
-from .voice.piper.prepared import Status
+from .voice.piper.prepared import StatusLine
 
 _LOGGER = logging.getLogger(__name__)
 WARM_SOURCE: Final = "warm"
@@ -110,7 +110,7 @@ class App:
                      report.elapsed_s)
 
 
-def assemble(config: Config, status: Status) -> App:
+def assemble(config: Config, status: StatusLine) -> App:
     """Check, load and wire everything; ConfigError, VoiceError or StartError when it cannot."""
     ensure_ready(config)  # one line naming the key or file: every check, the audio device too
     if config.profile != "default":
@@ -124,7 +124,7 @@ def assemble(config: Config, status: Status) -> App:
     if config.wyoming.enabled:  # one synthesis stream per connection at most
         sources[WYOMING_SOURCE] = config.wyoming.max_connections
     scheduler = Scheduler(workers, sources)
-    pool = VoicePool(config, default=voice)
+    pool = LoadedVoices(config, default=voice)
     speech = Speech(config, pool, PhraseCache(config.cache), scheduler)
     settings = DeviceSettings.load(config.mqtt.state_dir / "device.json", pool.choices)
     player = _open_player(config)
@@ -140,7 +140,7 @@ def assemble(config: Config, status: Status) -> App:
     if config.wyoming.enabled:
         from .wyoming import WyomingServer, list_voices  # the wyoming library: only when on
 
-        paths = {voice.name: voice.onnx_path} if isinstance(voice, Voice) else {}
+        paths = {voice.name: voice.onnx_path} if isinstance(voice, PiperVoice) else {}
         listings = list_voices(config, pool.listed, paths)
         servers.append(WyomingServer(config, speech, listings, settings))
     later = _http_server(config, daemon, speech)

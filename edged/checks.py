@@ -206,7 +206,7 @@ def check_voice_hashes(onnx_path: Path, hash_cache: Path | None = None) -> list[
                             f" (incomplete or different file)")
             continue
         try:
-            # Remembered in-process too: Voice.fingerprint, asked by the phrase cache later
+            # Remembered in-process too: PiperVoice.fingerprint, asked by the phrase cache later
             # in this process, does not hash the model a second time.
             digest = file_sha256(path, hash_cache)
         except OSError as err:

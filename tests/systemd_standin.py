@@ -52,9 +52,9 @@ def watchdog_mode(notifier: Notifier) -> None:
 # -- what the stack mode probes inside the sandbox --------------------------------------
 
 def _probe_synthesize() -> object:
-    from edged.voice import Voice
+    from edged.voice import PiperVoice
 
-    voice = Voice.load(os.environ["EDGED_TEST_VOICE"])
+    voice = PiperVoice.load(os.environ["EDGED_TEST_VOICE"])
     audio = voice.synthesize("Test one.")
     return {"samples": len(audio.samples), "rate": audio.rate_hz}
 

@@ -17,7 +17,7 @@ import pytest
 
 from edged.audio import Audio
 from edged.synthesis import Scheduler
-from edged.voice.lanes import Ahead, Claimable, Job, current_lanes
+from edged.voice.lanes import Ahead, Claimable, LaneJob, current_lanes
 
 _TIMEOUT_S = 10.0
 
@@ -109,7 +109,7 @@ def test_a_job_error_is_raised_where_its_result_is_taken() -> None:
 def test_a_job_runs_once_whoever_claims_it() -> None:
     """A worker and the stream racing for a job: one claims it, the other gets its result."""
     runs: list[int] = []
-    job = Job(lambda: runs.append(1) or 7)
+    job = LaneJob(lambda: runs.append(1) or 7)
     assert job.claim() and not job.claim()
     job.run()
     assert job.result() == 7 and runs == [1]

@@ -16,7 +16,7 @@ from edged.cache import PhraseCache
 from edged.config import parse_config
 from edged.net import NetLoop, chunks, open_speech
 from edged.synthesis import Scheduler, Speech, SpeechStream
-from edged.voice import Voice, VoicePool
+from edged.voice import LoadedVoices, PiperVoice
 
 _TIMEOUT_S = 10.0
 
@@ -50,8 +50,8 @@ def speech(tmp_path: Path, tiny_voice_path: Path) -> Iterator[Speech]:
                           tmp_path)
     scheduler = Scheduler(1, {"net": 1})
     scheduler.start()
-    voice = Voice.load(tiny_voice_path)
-    yield Speech(config, VoicePool(config, default=voice), PhraseCache(config.cache), scheduler)
+    voice = PiperVoice.load(tiny_voice_path)
+    yield Speech(config, LoadedVoices(config, default=voice), PhraseCache(config.cache), scheduler)
     scheduler.stop()
 
 
@@ -145,10 +145,10 @@ def test_network_streams_get_the_short_first_window_and_parallel_windows(tmp_pat
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx", flow="local")
     config = parse_config({"voice": {"name": str(onnx_path)}, "cache": {"dir": "c"}}, tmp_path)
     prepared = ensure_prepared(onnx_path, file_sha256(onnx_path), tmp_path / "c")
-    voice = Voice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
+    voice = PiperVoice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
     scheduler = Scheduler(2, {"net": 1})
     scheduler.start()
-    speech = Speech(config, VoicePool(config, default=voice), PhraseCache(config.cache), scheduler)
+    speech = Speech(config, LoadedVoices(config, default=voice), PhraseCache(config.cache), scheduler)
     net = NetLoop([])
     net.start()
     text = "The quick brown fox jumps over the lazy dog, and then it runs into the woods."

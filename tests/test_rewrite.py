@@ -19,7 +19,7 @@ import pytest
 from make_tiny_voice import make_tiny_vits_voice
 from onnx import TensorProto, helper, numpy_helper
 
-from edged.voice import Voice
+from edged.voice import PiperVoice
 from edged.voice.catalog.hashes import file_sha256
 from edged.voice.piper.prepared import cpu_signature, prepared_folder, read_prepared
 from edged.voice.prepare import rewrite
@@ -146,7 +146,7 @@ def test_tiny_voice_prepared_with_its_decoder_rewrite_checked_and_recorded(tmp_p
         assert decoder["conv2d"]["ms"] < decoder["none"]["ms"]
     prepared = read_prepared(folder, sha)
     assert prepared is not None and prepared.kind == "split"
-    direct, loaded = Voice.load(onnx_path), Voice.load(onnx_path, prepared=prepared)
+    direct, loaded = PiperVoice.load(onnx_path), PiperVoice.load(onnx_path, prepared=prepared)
     x, y = direct.synthesize(LONG).samples, loaded.synthesize(LONG).samples
     assert x.size == y.size and np.abs(x.astype(np.int32) - y).max() <= 1
 
@@ -216,8 +216,8 @@ def test_default_voice_rewrites_sound_the_same(tmp_path: Path, default_voice_pat
         assert chosen["sounds_the_same"] and chosen["max_diff_steps"] <= 1
     prepared = read_prepared(folder, sha)
     assert prepared is not None
-    voice = Voice.load(default_voice_path, prepared=prepared)
-    direct = Voice.load(default_voice_path)
+    voice = PiperVoice.load(default_voice_path, prepared=prepared)
+    direct = PiperVoice.load(default_voice_path)
     text = "The washing machine has finished. Please take the laundry out."
     x = direct.synthesize(text, direct.settings(noise_scale=0, noise_w=0)).samples
     y = voice.synthesize(text, voice.settings(noise_scale=0, noise_w=0)).samples

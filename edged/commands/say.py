@@ -23,7 +23,7 @@ from ..files import own_fd, write_output
 from ..languages import LanguageError
 from ..synthesis.join import Joiner
 from ..synthesis.route import Routed, Router
-from ..voice import VoiceError, VoicePool, default_settings
+from ..voice import LoadedVoices, VoiceError, default_settings
 from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, config_from_args
 
 _LOGGER = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         _check_writable(args.output)
     play = args.play or not args.output
     try:
-        routed = Router(config, VoicePool(config)).route(text, voice=args.voice,
+        routed = Router(config, LoadedVoices(config)).route(text, voice=args.voice,
                                                          language=args.language)
         chunks, rate_hz = _chunks(config, routed, args)
     except (VoiceError, LanguageError) as err:

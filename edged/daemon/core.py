@@ -48,7 +48,7 @@ from .donelog import DoneLog
 from .events import ControlDone, Event, Failed, Finished, Queued, Started
 from .job import Job
 from .jobqueue import JobQueue, QueueFull
-from .outcomes import Intake, Outcomes, Problem
+from .outcomes import Outcomes, Problem, SayOutcome
 from .priorities import preempts
 from .quiet import QuietKeeper
 from .requests import RequestError, Rules, new_id, parse_control
@@ -142,15 +142,15 @@ class Daemon:
         if not self._overloaded(ticket):
             self._take(payload, ticket, received, origin)
 
-    def say(self, payload: bytes) -> Intake:
+    def say(self, payload: bytes) -> SayOutcome:
         """The HTTP twin of `on_say`, from any thread: the same parsing, queue, done-log and
         events; with no ticket there is nothing to acknowledge, and the outcome is returned."""
         if self._stopping.is_set():
-            return Intake(new_id(), "rejected", "the daemon is stopping", "unavailable")
+            return SayOutcome(new_id(), "rejected", "the daemon is stopping", "unavailable")
         return self._take(payload, None, time.monotonic())
 
     def _take(self, payload: bytes, ticket: Ticket | None, received: float,
-              origin: Origin | None = None) -> Intake:
+              origin: Origin | None = None) -> SayOutcome:
         result = self._admission.admit(payload, ticket, received, origin, self._is_active)
         if isinstance(result, Refusal):
             return self._reject(result.request_id, result.error, ticket, result.problem,
@@ -162,14 +162,14 @@ class Daemon:
                 # A client asking again (not the broker redelivering): it may have missed it.
                 self._out.repeat(result.request_id, result.outcome, result.reply)
             self._out.ack(ticket)
-            return Intake(result.request_id, "duplicate")
+            return SayOutcome(result.request_id, "duplicate")
         return self._enqueue(result)
 
     def _is_active(self, request_id: str) -> bool:
         with self._lock:
             return request_id in self._active_ids
 
-    def _enqueue(self, job: Job) -> Intake:
+    def _enqueue(self, job: Job) -> SayOutcome:
         request = job.request
         try:
             displaced = self._queue.put(job, request.rank, on_admit=self._admit)
@@ -183,7 +183,7 @@ class Daemon:
         self._interrupt(lambda current: preempts(request.priority, current.request.priority),
                         f"interrupted by {request.priority} request {request.id}")
         self._publish_state()
-        return Intake(request.id, "queued")
+        return SayOutcome(request.id, "queued")
 
     def on_control(self, payload: bytes, ticket: Ticket) -> None:
         if self._overloaded(ticket):
@@ -316,10 +316,10 @@ class Daemon:
         self._publish_state()  # the last announcement's outcome (Home Assistant's sensors)
 
     def _reject(self, request_id: str, error: str, ticket: Ticket | None,
-                problem: Problem = "invalid", reply: Reply | None = None) -> Intake:
+                problem: Problem = "invalid", reply: Reply | None = None) -> SayOutcome:
         self._out.reject(request_id, error, ticket, problem, reply)
         self._publish_state()  # `refused` changed (a latest value: cheap under a flood)
-        return Intake(request_id, "rejected", error, problem)
+        return SayOutcome(request_id, "rejected", error, problem)
 
     def reload_refused(self, reason: str) -> None:
         """A SIGHUP's config was refused: `reload_error` in the state and STATUS= say why."""

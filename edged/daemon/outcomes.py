@@ -30,7 +30,7 @@ Problem = Literal["invalid", "too_large", "busy", "unavailable"]
 
 
 @dataclass(frozen=True)
-class Intake:
+class SayOutcome:
     """What became of an announcement handed to `Daemon.say` (the HTTP twin of MQTT `say`)."""
 
     id: str

@@ -16,7 +16,7 @@ from .. import __version__
 from ..cache import PhraseCache
 from ..config import Config
 from ..house import clock_state
-from ..voice import VoicePool
+from ..voice import LoadedVoices
 from .device_state import DeviceSettings, Recent
 
 _STATS_EVERY_S: Final = 5.0
@@ -25,7 +25,7 @@ _STATS_EVERY_S: Final = 5.0
 class StateBoard:
     """Thread-safe."""
 
-    def __init__(self, config: Config, pool: VoicePool, cache: PhraseCache,
+    def __init__(self, config: Config, pool: LoadedVoices, cache: PhraseCache,
                  settings: DeviceSettings, recent: Recent) -> None:
         self._config = config
         self._pool = pool

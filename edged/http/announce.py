@@ -24,7 +24,7 @@ from aiohttp import web
 
 from ..daemon.core import Daemon
 from ..daemon.events import Event
-from ..daemon.outcomes import Intake
+from ..daemon.outcomes import SayOutcome
 from ..daemon.requests import RequestError
 from ..net import run_blocking
 from ..synthesis import Scheduler
@@ -44,7 +44,7 @@ class Announcements:
         """Running event streams, ended by the server when it stops."""
 
     async def say(self, request: web.Request) -> web.Response:
-        intake: Intake = await run_blocking(self._daemon.say, await request.read())
+        intake: SayOutcome = await run_blocking(self._daemon.say, await request.read())
         if intake.outcome == "rejected":
             if intake.problem == "busy":
                 raise busy(intake.error)

@@ -37,7 +37,7 @@ from .metrics import Metrics
 from .openai_compat import OpenAiSpeech
 from .params import from_query, json_object, tts_params
 from .speak import OUTCOME, SOURCE, Speaker
-from .status import Status
+from .status import Health
 
 _LOGGER = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -70,7 +70,7 @@ class HttpServer:
         self._speaker = Speaker(speech, rules, self._metrics, config.http.max_streams,
                                 config.http.batch_max_items)
         self._announce = Announcements(daemon, speech.scheduler)
-        self._status = Status(config, daemon, speech.pool, self._metrics)
+        self._status = Health(config, daemon, speech.pool, self._metrics)
         self._runner: web.AppRunner | None = None
         self.app = self._make_app(max(65536, rules.max_bytes * config.http.batch_max_items))
 

@@ -17,13 +17,13 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from ..config import Config
 from ..daemon.core import Daemon
 from ..net import run_blocking
-from ..voice import Voice, VoicePool
+from ..voice import LoadedVoices, PiperVoice
 from ..voice.catalog.listing import voice_listings
 from .metrics import Metrics
 
 
-class Status:
-    def __init__(self, config: Config, daemon: Daemon, pool: VoicePool, metrics: Metrics) -> None:
+class Health:
+    def __init__(self, config: Config, daemon: Daemon, pool: LoadedVoices, metrics: Metrics) -> None:
         self._config = config
         self._daemon = daemon
         self._pool = pool
@@ -52,7 +52,7 @@ class Status:
     def _voice_list(self) -> list[dict[str, Any]]:
         """Every voice a request may name (voice/listing.py), the device's default first."""
         default = self._pool.get()
-        paths = {default.name: default.onnx_path} if isinstance(default, Voice) else {}
+        paths = {default.name: default.onnx_path} if isinstance(default, PiperVoice) else {}
         return [{"name": v.name, "default": v.name == default.name, "language": v.language,
                  "rate_hz": v.rate_hz, "speakers": list(v.speakers) or v.num_speakers,
                  "licence": v.licence or None}

@@ -20,7 +20,7 @@ from ..languages.segment import segment
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..voice import VoicePool
+    from ..voice import LoadedVoices
     from ..voice.backend import VoiceBackend
 
 _LOGGER = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class Routed:
 class Router:
     """Thread-safe."""
 
-    def __init__(self, config: Config, pool: VoicePool) -> None:
+    def __init__(self, config: Config, pool: LoadedVoices) -> None:
         self._config = config
         self._pool = pool
         self._warned: set[tuple[str, type[Exception]]] = set()

@@ -25,7 +25,7 @@ from ..cache import PhraseCache, WarmReport, warm
 from ..config import Config
 from ..daemon.priorities import BACKGROUND
 from ..languages import LanguageError, check_tags
-from ..voice import SynthesisSettings, VoiceError, VoicePool, default_settings
+from ..voice import LoadedVoices, SynthesisSettings, VoiceError, default_settings
 from ..voice.backend import VoiceBackend
 from .join import Joiner
 from .route import Router
@@ -33,7 +33,7 @@ from .scheduler import AudioStream, Scheduler
 
 
 @dataclass(frozen=True)
-class Part:
+class SpeechPart:
     """One language segment of an utterance: its text, voice, settings and cache key."""
 
     language: str
@@ -51,7 +51,7 @@ class Utterance:
     voice: VoiceBackend
     settings: SynthesisSettings
     key: str
-    parts: tuple[Part, ...] = ()
+    parts: tuple[SpeechPart, ...] = ()
     switch_pause_ms: int = 0
     rate_hz: int = field(default=0)
     """The rate of its audio: its voice's, or for several parts the highest of theirs."""
@@ -64,7 +64,7 @@ class Utterance:
     @property
     def segments(self) -> list[dict[str, Any]]:
         """What the finished event tells: language, voice and length of each part."""
-        parts = self.parts or (Part("", self.text, self.voice, self.settings, self.key),)
+        parts = self.parts or (SpeechPart("", self.text, self.voice, self.settings, self.key),)
         return [{"language": p.language or p.voice.language, "voice": p.voice.name,
                  "chars": len(p.text)} for p in parts]
 
@@ -103,7 +103,7 @@ class SpeechStream(Iterator[Audio]):
 class Speech:
     """Thread-safe; every source's way to audio."""
 
-    def __init__(self, config: Config, pool: VoicePool, cache: PhraseCache,
+    def __init__(self, config: Config, pool: LoadedVoices, cache: PhraseCache,
                  scheduler: Scheduler) -> None:
         self._config = config
         self.pool = pool
@@ -124,7 +124,7 @@ class Speech:
             # A speaker names a Piper voice's speaker; the other backends have one each.
             own = speaker if len(routed) == 1 or item.voice.backend == "piper" else None
             settings = self.settings(item.voice, speaker=own, speed=speed)
-            parts.append(Part(item.language, item.text, item.voice, settings,
+            parts.append(SpeechPart(item.language, item.text, item.voice, settings,
                               self.cache.key(item.voice, settings, item.text)))
         first = parts[0]
         return Utterance(text, first.voice, first.settings, first.key, tuple(parts),
@@ -203,10 +203,10 @@ class Speech:
     def _made_and_kept(self, utterance: Utterance) -> Iterator[Audio]:
         """Runs on a scheduler worker: the voice's chunks, then the whole into the cache. A
         stream dropped early (GeneratorExit) keeps nothing: only complete audio is cached."""
-        return self._part_made_and_kept(Part("", utterance.text, utterance.voice,
+        return self._part_made_and_kept(SpeechPart("", utterance.text, utterance.voice,
                                              utterance.settings, utterance.key))
 
-    def _part_made_and_kept(self, part: Part) -> Iterator[Audio]:
+    def _part_made_and_kept(self, part: SpeechPart) -> Iterator[Audio]:
         chunks: list[Audio] = []
         for chunk in part.voice.stream(part.text, part.settings):
             chunks.append(chunk)

@@ -13,7 +13,7 @@ first, as they take steps), and the stream takes the results in order (`Ahead.po
   next) is not offered: the stream's own worker runs it at once.
 
 The scheduler sets `LANES` around each step (a context variable, so the voice code needs no
-scheduler argument). Outside the scheduler (`Voice.synthesize`, `edged say -o`, tests) there are
+scheduler argument). Outside the scheduler (`synthesize`, `edged say -o`, tests) there are
 no lanes and every job runs inline, in order.
 """
 
@@ -30,7 +30,7 @@ T = TypeVar("T")
 _QUEUED, _RUNNING, _DONE = range(3)
 
 
-class Job(Generic[T]):
+class LaneJob(Generic[T]):
     """One unit of work run once, by whoever claims it first (a worker, or the stream itself)."""
 
     def __init__(self, fn: Callable[[], T]) -> None:
@@ -113,13 +113,13 @@ class Ahead(Generic[T]):
 
     def __init__(self, lanes: Lanes | None) -> None:
         self._lanes = lanes
-        self._jobs: deque[Job[T]] = deque()
+        self._jobs: deque[LaneJob[T]] = deque()
 
     def __len__(self) -> int:
         return len(self._jobs)
 
     def push(self, fn: Callable[[], T]) -> None:
-        job = Job(fn)
+        job = LaneJob(fn)
         if self._jobs and self._lanes is not None:
             self._lanes.offer(job)
         self._jobs.append(job)

@@ -12,8 +12,8 @@ from .backend import ESPEAK_PREFIX, KOKORO_PREFIX, VoiceBackend, backend_of
 from .catalog.find import find_voice
 from .catalog.hashes import HASH_MEMO_NAME, file_sha256
 from .onnx import Arena
-from .piper.prepared import Status, ensure_prepared
-from .piper.voice import Voice
+from .piper.prepared import StatusLine, ensure_prepared
+from .piper.voice import PiperVoice
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -51,7 +51,7 @@ def voice_folders(config: Config) -> tuple[Path, ...]:
 
 
 def load_voice(config: Config, name: str | None = None,
-               status: Status | None = None) -> VoiceBackend:
+               status: StatusLine | None = None) -> VoiceBackend:
     """Load the configured voice (or `name`) of any backend with the config's synthesis
     options; VoiceError when it cannot."""
     name = name or config.voice.name
@@ -74,7 +74,7 @@ def load_voice(config: Config, name: str | None = None,
 
 
 def load_piper(config: Config, name: str | None = None,
-               status: Status | None = None) -> Voice:
+               status: StatusLine | None = None) -> PiperVoice:
     """Load the configured Piper voice (or `name`) with the config's synthesis options; `status`
     hears when it has to be prepared first (see prepared.py). VoiceError when it cannot."""
     path = find_voice(name or config.voice.name, config.voice.dirs)
@@ -98,7 +98,7 @@ def load_piper(config: Config, name: str | None = None,
     # A voice that sleeps gives its sessions' memory back only if their arenas are their own.
     arena: Arena = ("none" if not config.voice.memory_arena
                     else "own" if config.voice.sleep_after_s is not None else "shared")
-    voice = Voice.load(
+    voice = PiperVoice.load(
         path,
         threads=inference_threads(config),
         max_phonemes=config.voice.max_phonemes,

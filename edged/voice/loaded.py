@@ -46,8 +46,8 @@ class OverBudget(VoiceError):
     """Loading the voice would pass `limits.memory_mb` even with every other voice unloaded."""
 
 
-class VoicePool:
-    """Thread-safe; `get(name)` returns a loaded Voice, loading and unloading as needed."""
+class LoadedVoices:
+    """Thread-safe; `get(name)` returns a loaded PiperVoice, loading and unloading as needed."""
 
     def __init__(
         self,

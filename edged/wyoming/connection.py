@@ -77,7 +77,7 @@ class Context:
     rank: int
 
 
-class RequestError(Exception):
+class Refused(Exception):
     """A request that cannot be served; the message is sent in the `error` event."""
 
     def __init__(self, message: str, code: str) -> None:
@@ -148,7 +148,7 @@ class Connection:
                 return
             try:
                 await self._handle(event)
-            except RequestError as err:
+            except Refused as err:
                 _LOGGER.warning("Wyoming request refused: %s", err)
                 await self._send(Error(text=str(err), code=err.code).event())
                 return
@@ -164,12 +164,12 @@ class Connection:
                 response = self._open(event.data, streaming=False)
                 text = self._text(event.data, self._ctx.max_chars)
                 if not text.strip():
-                    raise RequestError("text is empty", "bad-request")
+                    raise Refused("text is empty", "bad-request")
                 self._queue(response, text)
                 self._queue(response, None)
         elif SynthesizeStart.is_type(kind):
             if self._stream is not None:
-                raise RequestError("synthesize-start while a streamed request is open", "order")
+                raise Refused("synthesize-start while a streamed request is open", "order")
             self._stream = self._open(event.data, streaming=True)
             self._buffer, self._stream_chars = SentenceBuffer(), 0
         elif SynthesizeChunk.is_type(kind):
@@ -190,7 +190,7 @@ class Connection:
 
     def _streaming(self, kind: str) -> _Response:
         if self._stream is None:
-            raise RequestError(f"{kind} without synthesize-start", "order")
+            raise Refused(f"{kind} without synthesize-start", "order")
         return self._stream
 
     def _open(self, data: dict[str, Any], *, streaming: bool) -> _Response:
@@ -204,17 +204,17 @@ class Connection:
         if value is None:
             return None, None, None
         if not isinstance(value, dict):
-            raise RequestError("voice must be an object", "bad-request")
+            raise Refused("voice must be an object", "bad-request")
         name = _optional_text(value, "name")
         language = _optional_text(value, "language")
         speaker = value.get("speaker")
         if speaker is not None and not (isinstance(speaker, str) and len(speaker) <= _MAX_NAME):
-            raise RequestError("voice.speaker must be a name of at most 64 characters",
+            raise Refused("voice.speaker must be a name of at most 64 characters",
                                "bad-request")
         listed = [v.name for v in self._ctx.voices]
         if name is not None:
             if name not in listed:
-                raise RequestError(f"unknown voice {name[:_MAX_NAME]!r}; voices here: "
+                raise Refused(f"unknown voice {name[:_MAX_NAME]!r}; voices here: "
                                    f"{', '.join(listed)}", "voice")
             return name, speaker, None
         if language is not None:
@@ -224,20 +224,20 @@ class Connection:
             try:
                 return None, speaker, language_code(locale_language(language))
             except LanguageError:
-                raise RequestError(f"no voice for language {language[:_MAX_NAME]!r}",
+                raise Refused(f"no voice for language {language[:_MAX_NAME]!r}",
                                    "voice") from None
         return None, speaker, None
 
     def _text(self, data: dict[str, Any], room: int) -> str:
         text = data.get("text")
         if not isinstance(text, str):
-            raise RequestError("text must be a string", "bad-request")
+            raise Refused("text must be a string", "bad-request")
         if len(text) > room:
-            raise RequestError(f"text is longer than wyoming.max_chars "
+            raise Refused(f"text is longer than wyoming.max_chars "
                                f"({self._ctx.max_chars} characters per request)", "too-long")
         bad = _CONTROL_CHARS.search(text)
         if bad:
-            raise RequestError(f"text contains the control character U+{ord(bad.group()):04X}",
+            raise Refused(f"text contains the control character U+{ord(bad.group()):04X}",
                                "bad-request")
         return text
 
@@ -255,7 +255,7 @@ class Connection:
                     await self._end(response)
                 else:
                     await self._say(response, text)
-            except (RequestError, VoiceError, Busy, SchedulerStopped) as err:
+            except (Refused, VoiceError, Busy, SchedulerStopped) as err:
                 code = getattr(err, "code", type(err).__name__.lower())
                 await self._fail(str(err), code)
                 return
@@ -318,6 +318,6 @@ def _optional_text(data: dict[str, Any], key: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or len(value) > _MAX_NAME:
-        raise RequestError(f"{key} must be a string of at most {_MAX_NAME} characters",
+        raise Refused(f"{key} must be a string of at most {_MAX_NAME} characters",
                            "bad-request")
     return value

@@ -2,6 +2,6 @@
 (`voice.py`), a prepared voice read back (`prepared.py`), its decoder windows (`windows.py`) and
 its sessions asleep when idle (`sleep.py`). Preparing one is `voice/prepare/`'s work."""
 
-from .voice import Voice
+from .voice import PiperVoice
 
-__all__ = ["Voice"]
+__all__ = ["PiperVoice"]

@@ -25,7 +25,8 @@ from typing import Any, Final, Protocol
 import xxhash
 
 from ...files import read_bounded
-from ..onnx import Arena, Model, WholeModel, open_session
+from ..onnx import Arena, open_session
+from .model import Model, WholeModel
 from .windows import FlowPart, SplitModel, largest_window
 
 _LOGGER = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ _AFTER_PREPARING_S: Final = 60.0
 """What a start may still take once the voice is prepared (loading it, the rest of the start)."""
 
 
-class Status(Protocol):
+class StatusLine(Protocol):
     """Where start-up progress goes (notify.Notifier.status): a line, and maybe how long the
     next step may take."""
 
@@ -156,7 +157,7 @@ def _flow(entry: Any) -> Flow | None:
 
 
 def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: str = "float32",
-                    status: Status | None = None, *, threads: int = 2,
+                    status: StatusLine | None = None, *, threads: int = 2,
                     lanes: int = 2, rewrites: bool = True) -> PreparedModel | None:
     """The prepared model for `onnx_path`, preparing it first when needed; None when that fails.
 

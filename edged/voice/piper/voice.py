@@ -23,9 +23,10 @@ from ...frontend.sentences import Piece, split_for_streaming
 from ...languages.codes import locale_language
 from ..catalog.hashes import file_sha256
 from ..errors import VoiceError
-from ..onnx import Arena, Model, WholeModel, open_session
+from ..onnx import Arena, open_session
 from ..settings import SynthesisSettings
 from .config import PiperConfig, read_piper_config
+from .model import Model, WholeModel
 from .prepared import PreparedModel
 from .sleep import SleepingModel
 from .windows import FIRST_WINDOW_FRAMES
@@ -38,7 +39,7 @@ _REQUIRED_INPUTS: Final = ("input", "input_lengths", "scales")
 _FIRST_PIECE_PHONEMES: Final = 80
 
 
-class Voice:
+class PiperVoice:
     """One loaded Piper voice (a `VoiceBackend`). Thread-safe: several threads may synthesize
     at once."""
 
@@ -84,7 +85,7 @@ class Voice:
         max_window: int | None = None,
         arena: Arena = "shared",
         sleep_after_s: float | None = None,
-    ) -> Voice:
+    ) -> PiperVoice:
         """Load a voice; `prepared` (see `prepared`) loads faster and bounds decoder memory, and
         its windows are decoded `lanes` at a time, sized for `memory_mb`, at most `max_window`
         frames (windows.py). `arena`: where its buffers come from (onnx.Arena). `sleep_after_s`:

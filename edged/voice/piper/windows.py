@@ -26,6 +26,7 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 
 from ..lanes import Ahead, current_lanes
+from .model import Decoded
 
 FIRST_WINDOW_FRAMES: Final = 24
 """The first window of an announcement is this short (0.28 s of audio), so its first sound waits
@@ -77,14 +78,6 @@ def largest_window(memory_mb: int, lanes: int, kb_per_frame: float, pad: int,
         frames = memory_mb * 1024 * DECODER_SHARE / max(1, lanes) / kb_per_frame - 2 * pad
         frames = min(MAX_WINDOW_FRAMES, max(2 * FIRST_WINDOW_FRAMES, frames))
     return int(frames if cap is None else min(cap, frames))
-
-
-class Part(NamedTuple):
-    """Samples of piece number `piece`; `last`: the piece's last part."""
-
-    piece: int
-    samples: np.ndarray
-    last: bool
 
 
 class FlowPart(NamedTuple):
@@ -140,17 +133,17 @@ class SplitModel:
         self.input_names = frozenset(i.name for i in encoder.get_inputs())
 
     def stream(self, pieces: Sequence[dict[str, np.ndarray]], *,
-               first_window: int = 0) -> Iterator[Part]:
+               first_window: int = 0) -> Iterator[Decoded]:
         """Each piece's samples in order, window by window; with lanes, the windows of a piece
         and the next piece's encoder run on other workers too. With the flow apart, the first
         window of the first piece needs the flow of its own frames only (and the rest of the
         flow runs meanwhile)."""
-        ahead: Ahead[_Encoded | _FlowInputs | Part] = Ahead(current_lanes())
+        ahead: Ahead[_Encoded | _FlowInputs | Decoded] = Ahead(current_lanes())
         if pieces:
             ahead.push(partial(self._encode, 0, pieces[0], first_window))
         while ahead:
             done = ahead.pop()
-            if isinstance(done, Part):
+            if isinstance(done, Decoded):
                 yield done
             elif isinstance(done, _FlowInputs):
                 yield self._head(done, first_window)  # alone: nothing competes for the cores
@@ -183,7 +176,7 @@ class SplitModel:
             return inputs
         return _Encoded(index, self._run_flow(inputs, 0, inputs.frames), extra, inputs.frames)
 
-    def _head(self, inputs: _FlowInputs, first: int) -> Part:
+    def _head(self, inputs: _FlowInputs, first: int) -> Decoded:
         """The first window: the flow of its frames and their context, then the decoder."""
         assert self._flow is not None and self._flow.pad is not None
         end = min(first, inputs.frames)
@@ -205,11 +198,11 @@ class SplitModel:
                  for name, value in inputs.inputs.items()}
         return np.asarray(self._flow.session.run([self._latent], {**feeds, **inputs.extra})[0])
 
-    def _decode(self, encoded: _Encoded, start: int, end: int, last: bool) -> Part:
+    def _decode(self, encoded: _Encoded, start: int, end: int, last: bool) -> Decoded:
         audio = decode_window(self._decoder, self._latent, encoded.latent, encoded.extra,
                               start - encoded.offset, end - encoded.offset, hop=self.hop,
                               pad=self.pad)
-        return Part(encoded.index, audio, last)
+        return Decoded(encoded.index, audio, last)
 
 
 def decode_window(decoder: Any, latent_name: str, latent: np.ndarray, extra: dict[str, np.ndarray],
