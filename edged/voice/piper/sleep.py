@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from ...memory import release_freed_memory, rss_mb
+from ..lanes import Lanes
 from .model import Decoded, Model
 
 _LOGGER = logging.getLogger(__name__)
@@ -49,11 +50,11 @@ class SleepingModel:
         with self._changed:
             return self._changed.wait_for(lambda: self._model is None, timeout)
 
-    def stream(self, pieces: Sequence[dict[str, np.ndarray]], *,
-               first_window: int = 0) -> Iterator[Decoded]:
+    def stream(self, pieces: Sequence[dict[str, np.ndarray]], *, first_window: int = 0,
+               lanes: Lanes | None = None) -> Iterator[Decoded]:
         model = self._acquire()  # at the first step, on the scheduler worker that runs it
         try:
-            yield from model.stream(pieces, first_window=first_window)
+            yield from model.stream(pieces, first_window=first_window, lanes=lanes)
         finally:
             self._release()
 
