@@ -1,15 +1,16 @@
 """Who asks the scheduler for synthesis, and how many streams each may have open at once: the one
 table of sources, built from the config by the composition root.
 
-| source     | who                                              | streams at once                |
-|------------|--------------------------------------------------|--------------------------------|
-| announcer  | announcements (MQTT say, groups, the pool, HTTP   | 1: one loudspeaker, one at a   |
-|            | /api/say): one at a time from the queue           | time; the queue waits in front |
-| http       | /api/tts, /api/tts-batch, /v1/audio/speech         | http.max_streams (429 beyond)  |
-| wyoming    | Wyoming synthesize (one stream per connection)     | wyoming.max_connections        |
-| warm       | pinned phrases made in the background              | 1                              |
-| voice-load | a voice's first inference when it is loaded, which | 1: voices load one at a time   |
-|            | measures what it costs                             |                                |
+| source     | who                                        | streams at once                |
+|------------|--------------------------------------------|--------------------------------|
+| announcer  | announcements (MQTT say, groups, the       | 1: one loudspeaker; the queue  |
+|            | synthesis pool, HTTP /api/say), one at a   | waits in front                 |
+|            | time from the queue                        |                                |
+| http       | /api/tts, /api/tts-batch, /v1/audio/speech | http.max_streams (429 beyond)  |
+| wyoming    | Wyoming synthesize, a stream a connection  | wyoming.max_connections        |
+| warm       | pinned phrases made in the background      | 1                              |
+| voice-load | a voice's first inference when it loads,   | 1: voices load one at a time   |
+|            | which measures what it costs               |                                |
 
 Ranks are not the table's: each request's priority says it (policy.py), the warm phrases are
 `BACKGROUND`, and a voice's first inference goes first (it is short, and a request waits for

@@ -1,4 +1,4 @@
-"""The voice backend interface: what the pool, the cache, the scheduler and the joiner need of a
+"""The voice backend interface: what the loaded voices, the cache, the scheduler and the joiner need of a
 voice, whatever makes its sound.
 
 Three implementations: `piper.Voice` (VITS on ONNX Runtime, espeak-ng phonemes), `kokoro.

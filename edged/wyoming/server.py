@@ -7,7 +7,7 @@
     WyomingServer.stop()   stop listening, end every connection (their speech streams close),
                            withdraw the zeroconf record
 
-The speech comes from the same `Speech` as MQTT's (voice pool, phrase cache, memory budget),
+The speech comes from the same `Speech` as MQTT's (loaded voices, phrase cache, request policy),
 through the one synthesis scheduler as the source "wyoming", at `wyoming.priority`.
 """
 
@@ -93,11 +93,6 @@ class WyomingServer:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._advertiser is not None:
             await self._advertiser.stop()
-
-    @property
-    def connections(self) -> int:
-        with self._count:
-            return self._active
 
     def wait_connections(self, count: int, timeout_s: float) -> bool:
         """Wait (from any thread but the loop's) until exactly `count` connections are open, each

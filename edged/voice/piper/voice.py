@@ -131,10 +131,6 @@ class PiperVoice:
             self._fingerprint = hashlib.sha256(both.encode()).hexdigest()
         return self._fingerprint
 
-    @property
-    def missing_phonemes(self) -> dict[str, int]:
-        return dict(self._ids.missing)
-
     # ---------------------------------------------------------------- settings
     def settings(
         self,
