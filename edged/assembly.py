@@ -152,7 +152,9 @@ def assemble(config: Config, status: StatusLine) -> App:
 def _speech(config: Config, voice: VoiceBackend) -> Speech:
     """The scheduler with every source's bound, the loaded voices (a voice's first inference on
     the scheduler too), the phrase cache: what every source speaks through."""
-    scheduler = Scheduler(synthesis_workers(config), sources(config))
+    # Idle after work: the voices give back what their arenas kept at the peak.
+    scheduler = Scheduler(synthesis_workers(config), sources(config),
+                          on_idle=lambda: voices.reclaim())
 
     def first_inference(loaded: VoiceBackend) -> None:
         text = READY.get(loaded.language, READY["en"])

@@ -83,6 +83,7 @@ class Announcer:
         report: PlaybackReport | None = None
         with contextlib.closing(self._speech.open(utterance, rank=request.rank,
                                                   source=ANNOUNCER)) as stream:
+            job.attach(stream)
             chunks = delivery.chunks(stream)
             if job.plays:
                 report = self._play(job, chunks, utterance, delivery)
@@ -112,8 +113,8 @@ class Announcer:
             raise Skipped(report.late_s)
         if report.first_audio_s is not None:
             delivery.first_audio(started + report.first_audio_s)
-        if report.interrupted and job.abort is None:
-            job.abort = "interrupted during playback"
+        if report.interrupted:
+            job.stop("interrupted during playback")
         return report
 
     def _sink(self, job: Job) -> AudioSink:

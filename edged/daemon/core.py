@@ -100,8 +100,9 @@ class Daemon:
         self._worker.join(self.config.limits.stop_timeout_s)
         if self._worker.is_alive():
             with self._lock:
-                if self._current is not None:
-                    self._current.abort = SHUTDOWN
+                current = self._current
+            if current is not None:
+                current.stop(SHUTDOWN)
             if self._player is not None:
                 self._player.interrupt()
             self._worker.join(5.0)
@@ -226,9 +227,8 @@ class Daemon:
     def _interrupt(self, which: Callable[[Job], bool], reason: str) -> list[str]:
         with self._lock:
             job = self._current
-            if job is None or job.abort is not None or not which(job):
+            if job is None or not which(job) or not job.stop(reason):
                 return []
-            job.abort = reason
         if self._player is not None:
             self._player.interrupt()
         return [job.request.id]

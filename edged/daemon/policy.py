@@ -6,7 +6,9 @@ and `edged say`.
     policy.admit(request)  ──►  the request as this device will speak it, or `Refused`:
       - no voice named: the device's selected voice (Home Assistant's select), else the
         configured one
-      - the memory guard: while the process stays above limits.memory_mb nothing new is taken
+      - the memory guard: while the process stays above limits.memory_mb nothing new is taken,
+        but a critical announcement: it is the last thing ever refused (its memory is one
+        stream's windows; what others took is given back when synthesis goes idle)
       - a named voice must fit limits.memory_mb next to what cannot be unloaded
       - its language tags, and the speaker and speed of the configured voice
 
@@ -28,6 +30,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
 from ..voice import VoiceError
+from .priorities import CRITICAL
 from .requests import SpeechRequest
 
 if TYPE_CHECKING:
@@ -70,7 +73,8 @@ class RequestPolicy:
         voice = request.voice
         if voice is None and self._settings is not None:
             voice = self._settings.voice
-        if self._memory is not None and (over := self._memory.over_budget()):
+        if self._memory is not None and request.priority != CRITICAL and (
+                over := self._memory.over_budget()):
             raise Refused("unavailable", over)
         if voice is not None and (why := self._voices.fits(voice)):
             raise Refused("over_budget", why)

@@ -96,8 +96,13 @@ class _StreamLanes:
 class Scheduler:
     """Thread-safe. `start`, `submit` from any thread, `stop` at the end."""
 
-    def __init__(self, workers: int, max_streams: Mapping[str, int], depth: int = DEPTH) -> None:
+    def __init__(self, workers: int, max_streams: Mapping[str, int], depth: int = DEPTH,
+                 on_idle: Callable[[], object] | None = None) -> None:
+        """`on_idle()`: run by a worker each time the scheduler goes idle after work (no stream
+        open): the daemon gives memory back then."""
         self.workers = workers
+        self._on_idle = on_idle
+        self._worked = False
         self._limits = dict(max_streams)
         self._depth = depth
         self._cond = threading.Condition()
@@ -192,18 +197,39 @@ class Scheduler:
     def _work(self) -> None:
         while True:
             with self._cond:
-                chosen = self._next()
-                while not self._stopping and chosen is None:
-                    self._cond.wait()
-                    chosen = self._next()
-                if self._stopping or chosen is None:
+                chosen = self._wait_for_work()
+                if self._stopping:
                     return
-                if isinstance(chosen, AudioStream):
-                    chosen.running = True
-            if isinstance(chosen, AudioStream):
+            if chosen is None:
+                self._idle()
+            elif isinstance(chosen, AudioStream):
                 self._step(chosen)
             else:
                 self._run_job(*chosen)
+
+    def _wait_for_work(self) -> AudioStream | tuple[AudioStream, Claimable] | None:
+        """The next work (lock held), claimed; None: the scheduler has just gone idle after
+        work and this worker runs `on_idle` first."""
+        while not self._stopping:
+            chosen = self._next()
+            if chosen is not None:
+                if isinstance(chosen, AudioStream):
+                    chosen.running = True
+                self._worked = True
+                return chosen
+            if self._worked and self._on_idle is not None and not self._streams:
+                self._worked = False
+                return None
+            self._cond.wait()
+        return None
+
+    def _idle(self) -> None:
+        """Nothing open, nothing queued: give memory back (voices' arenas: LoadedVoices)."""
+        assert self._on_idle is not None
+        try:
+            self._on_idle()
+        except Exception:  # memory is a nicety here; a worker must never die of it
+            _LOGGER.exception("Giving memory back after synthesis failed")
 
     def _next(self) -> AudioStream | tuple[AudioStream, Claimable] | None:
         """The best stream with room ahead, or an offered job at least as urgent (lock held);

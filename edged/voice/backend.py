@@ -63,6 +63,11 @@ class VoiceBackend(Protocol):
 
     def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio: ...
 
+    def reclaim(self) -> None:
+        """Give back what ONNX Runtime's arena keeps from earlier peaks (nothing to do for a
+        voice without one); called when synthesis goes idle after heavy work."""
+        ...
+
 
 def backend_of(name: str) -> str:
     """Which backend a voice name belongs to."""
@@ -116,3 +121,6 @@ class OneSpeakerVoice:
 
     def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio:
         return Audio.join(list(self.stream(text, settings)), self.rate_hz)
+
+    def reclaim(self) -> None:
+        """espeak-ng keeps no arena; Kokoro's model does (KokoroVoice.reclaim)."""

@@ -40,6 +40,9 @@ _KOKORO_MODEL_MB: Final = 300.0
 """Kokoro-82M int8: RSS +228 MB loaded, ~+300 MB after a first 100-token inference (measured
 on 2 x86 cores; bench/results/languages.json)."""
 _SMALL_VOICE_MB: Final = 1.0
+RECLAIM_SHARE: Final = 0.75
+"""Above this share of limits.memory_mb an idle daemon gives back what the arenas keep: below
+it the memory is cheaper kept (the next announcement would allocate it again: page faults)."""
 
 
 class OverBudget(VoiceError):
@@ -199,6 +202,22 @@ class LoadedVoices:
                                  f"{self._budget_mb:.0f}: the process uses {rss_mb():.0f} MB")
             _LOGGER.warning("Loading voice %s (~%.0f MB) passes limits.memory_mb=%.0f even with"
                             " no other voice loaded", name, need, self._budget_mb)
+
+    def reclaim(self) -> bool:
+        """When the process holds more than `RECLAIM_SHARE` of the budget: every loaded voice
+        gives back what ONNX Runtime's arena kept from earlier peaks, then glibc what is free
+        (the scheduler calls this when it goes idle after work). True when it did."""
+        if rss_mb() <= self._budget_mb * RECLAIM_SHARE:
+            return False
+        before = rss_mb()
+        with self._lock:
+            voices = [v for v in (self._default, *self._voices.values()) if v is not None]
+        for voice in voices:
+            voice.reclaim()
+        release_freed_memory()
+        _LOGGER.debug("Reclaimed %.0f MB after synthesis (process %.0f MB, budget %.0f MB)",
+                      before - rss_mb(), rss_mb(), self._budget_mb)
+        return True
 
     def _pinned_mb(self) -> float:
         """What stays whatever is unloaded (lock held): the process without its other voices."""

@@ -24,7 +24,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from ..backend import KOKORO_PREFIX, OneSpeakerVoice
 from ..catalog.hashes import file_sha256
 from ..errors import VoiceError
 from ..lanes import Lanes
-from ..onnx import open_session
+from ..onnx import open_session, shrinking
 from ..settings import SynthesisSettings
 from . import assets as kokoro_assets
 
@@ -61,12 +61,13 @@ class KokoroModel:
             raise VoiceError(f"{path}: not a loadable Kokoro model: {err}") from err
         self.vocab = kokoro_assets.vocabulary()
 
-    def run(self, tokens: list[int], style: np.ndarray, speed: float) -> np.ndarray:
+    def run(self, tokens: list[int], style: np.ndarray, speed: float,
+            options: Any = None) -> np.ndarray:
         audio = self._session.run(None, {
             "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
             "style": style.reshape(1, -1),
             "speed": np.array([speed], dtype=np.float32),
-        })[0]
+        }, options)[0]
         return np.asarray(audio, dtype=np.float32).reshape(-1)
 
 
@@ -113,6 +114,11 @@ class KokoroVoice(OneSpeakerVoice):
     @property
     def fingerprint(self) -> str:
         return self._fingerprint
+
+    def reclaim(self) -> None:
+        """A run of no tokens with arena shrinkage (onnx.shrinking): the model's arena peak
+        grows with the piece, so this gives the most back of any voice."""
+        self._model.run([], self._style[0], 1.0, shrinking())
 
     def tokens(self, text: str) -> list[list[int]]:
         """The token ids of each inference `text` becomes, in order (for tests and tools)."""

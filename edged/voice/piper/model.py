@@ -10,6 +10,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from ..lanes import Lanes
+from ..onnx import shrinking
 
 
 class Decoded(NamedTuple):
@@ -30,6 +31,10 @@ class Model(Protocol):
         that many latent frames (windowed models); `lanes`: spare workers for its windows."""
         ...
 
+    def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
+        """One tiny run of its first session with arena shrinkage (onnx.shrinking)."""
+        ...
+
 
 class WholeModel:
     """The whole graph, one inference per piece, one after the other (its activations grow with
@@ -43,3 +48,6 @@ class WholeModel:
                lanes: Lanes | None = None) -> Iterator[Decoded]:
         for index, feeds in enumerate(pieces):
             yield Decoded(index, self._session.run(None, feeds)[0].reshape(-1), True)
+
+    def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
+        self._session.run(None, feeds, shrinking())

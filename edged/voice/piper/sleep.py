@@ -58,6 +58,13 @@ class SleepingModel:
         finally:
             self._release()
 
+    def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
+        """Awake: its sessions' arenas shrunk; asleep there is nothing to give back."""
+        with self._lock:
+            model = self._model
+        if model is not None:
+            model.reclaim(feeds)
+
     def sleep(self) -> bool:
         """Drop the sessions now unless a stream is using them; True when they were dropped."""
         with self._lock:

@@ -210,6 +210,11 @@ class PiperVoice:
                 silence = np.zeros(self.rate_hz * self.sentence_pause_ms // 1000, dtype=np.int16)
                 yield Audio(silence, self.rate_hz)
 
+    def reclaim(self) -> None:
+        """Give back what ONNX Runtime's arena keeps from earlier peaks (a run of one padding
+        id with arena shrinkage: milliseconds)."""
+        self._model.reclaim(self._feeds([0], self.settings()))
+
     def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio:
         """The whole announcement as one Audio."""
         return Audio.join(list(self.stream(text, settings)), self.rate_hz)

@@ -26,6 +26,7 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 
 from ..lanes import Ahead, Lanes
+from ..onnx import shrinking
 from .model import Decoded
 
 FIRST_WINDOW_FRAMES: Final = 24
@@ -131,6 +132,11 @@ class SplitModel:
         self.pad = pad
         self.largest = largest
         self.input_names = frozenset(i.name for i in encoder.get_inputs())
+
+    def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
+        """The encoder with arena shrinkage: the arena is shared, so every session's free
+        chunks go back (the decoder's too)."""
+        self._encoder.run(None, feeds, shrinking())
 
     def stream(self, pieces: Sequence[dict[str, np.ndarray]], *, first_window: int = 0,
                lanes: Lanes | None = None) -> Iterator[Decoded]:
