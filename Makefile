@@ -3,8 +3,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 CONFIG ?= config/edged.yaml
 # python3-packaging: the Ansible role installs it on a device (its pip module needs it); present
-# here so that the role's apt task finds nothing to do in tests/test_ansible.py.
-APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv python3-packaging \
+# here so that the role's apt task finds nothing to do in tests/test_ansible.py. strace: a test
+# counts the daemon's fsyncs under a settings flood (tests/test_hardening_doors.py).
+APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv python3-packaging strace \
                 systemd util-linux chromium chromium-driver
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -177,7 +177,7 @@ def _daemon(config: Config, speech: Speech, policy: RequestPolicy, settings: Dev
         0 if config.role == "synth" else 2))
     outputs = {"publish"} | ({"play"} if player is not None else set())
     rules = Rules(max_chars=config.limits.max_chars, voices=speech.voices.names, outputs=outputs,
-                  max_request_bytes=config.limits.request_bytes)
+                  max_request_bytes=config.limits.request_bytes, reply_prefix=config.reply_prefix)
     schedule = Schedule(config.schedule)
     recent, heartbeat = Recent(), Heartbeat()
     # Fresh cache figures in the state with each outcome.
@@ -194,7 +194,7 @@ def _daemon(config: Config, speech: Speech, policy: RequestPolicy, settings: Dev
         queue=JobQueue(config.limits.queue), quiet=QuietKeeper(schedule, settings),
         announcer=announcer, outcomes=outcomes, board=board, link=link, player=player,
         settings=settings, schedule=schedule, heartbeat=heartbeat,
-        closing=(speech.cache, done)))
+        closing=(settings, speech.cache, done)))
     link.handler = daemon
     return daemon
 

@@ -16,12 +16,14 @@ _VOICES = ("en_US-joe-medium", "other")
 
 
 def test_settings_are_saved_and_read_back(tmp_path: Path) -> None:
-    """What Home Assistant sets holds after a restart."""
+    """What Home Assistant sets holds after a restart (the daemon closes its settings when it
+    stops: what is pending is saved)."""
     path = tmp_path / "state" / "device.json"
     settings = DeviceSettings.load(path, _VOICES)
     assert (settings.volume, settings.voice) == (100, None)
     settings.set_volume("40.0")
     settings.set_voice("other")
+    settings.close()  # saved by its own thread: what stopping the daemon waits for
     again = DeviceSettings.load(path, _VOICES)
     assert (again.volume, again.voice, again.volume_factor) == (40, "other", 0.4)
 

@@ -35,7 +35,7 @@ class Replies:
 
     def __init__(self, port: int, house: str) -> None:
         self.house = house
-        self.reply = f"{house}-speaker/{uuid.uuid4().hex[:6]}"
+        self.reply = f"{house}/reply/speaker-{uuid.uuid4().hex[:6]}"  # under mqtt.reply_prefix
         self.messages: list[tuple[str, bytes, bytes | None]] = []
         self._cond = threading.Condition()
         ready = threading.Event()
@@ -158,7 +158,7 @@ def test_mqtt5_response_topic_and_correlation_data_are_honoured(
         assert len(answers) == 4 and {c for _, c in answers} == {b"\x00tag-7"}
         lost, loop = f"l-{uuid.uuid4().hex[:6]}", f"r-{uuid.uuid4().hex[:6]}"
         speaker.ask({"text": "Where to?", "id": lost})
-        speaker.ask({"text": "Loop.", "id": loop, "reply_to": f"{house}-dev/s1/say"})
+        speaker.ask({"text": "Loop.", "id": loop, "reply_to": f"{house}/reply/s1/say"})
         for bad, reason in ((lost, "reply_to is missing"), (loop, "must not be a request topic")):
             event = w.final(bad)
             assert event["event"] == "rejected" and reason in event["error"], event

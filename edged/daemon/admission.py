@@ -58,10 +58,11 @@ class Admission:
             request = parse_request(payload, self.rules)
         except RequestError as err:
             return Refusal(err.request_id or new_id(), str(err),
-                           "too_large" if err.too_large else "invalid", origin_reply(origin))
-        reply, problem = reply_for(request, origin)
+                           "too_large" if err.too_large else "invalid",
+                           origin_reply(origin, self.rules.reply_prefix))
+        reply, problem = reply_for(request, origin, self.rules.reply_prefix)
         if problem:
-            return Refusal(request.id, problem, "invalid", origin_reply(origin))
+            return Refusal(request.id, problem, "invalid", origin_reply(origin, self.rules.reply_prefix))
         # Without an id, an MQTT redelivery is recognised by its packet id and payload.
         done_key = request.id if request.id_given or ticket is None else (
             f"~{ticket.mid}:{hashlib.sha256(payload).hexdigest()[:16]}")
@@ -81,12 +82,12 @@ class Admission:
                    instant=request.instant, reply=reply, group=origin.group if origin else None)
 
 
-def origin_reply(origin: Origin | None) -> Reply | None:
+def origin_reply(origin: Origin | None, prefix: str) -> Reply | None:
     """The MQTT 5 response topic of a request that could not be parsed, when it is usable:
     its rejection goes there too."""
     if origin is None or origin.response_topic is None:
         return None
-    if check_reply_topic(origin.response_topic) is not None:
+    if check_reply_topic(origin.response_topic, prefix) is not None:
         return None
     correlation = origin.correlation
     if correlation is not None and len(correlation) > MAX_CORRELATION_BYTES:
@@ -94,7 +95,8 @@ def origin_reply(origin: Origin | None) -> Reply | None:
     return Reply(origin.response_topic, correlation)
 
 
-def reply_for(request: Request, origin: Origin | None) -> tuple[Reply | None, str | None]:
+def reply_for(request: Request, origin: Origin | None,
+              prefix: str) -> tuple[Reply | None, str | None]:
     """(where the answers go, None) or (None, why the request is refused)."""
     correlation = origin.correlation if origin is not None else None
     if correlation is not None and len(correlation) > MAX_CORRELATION_BYTES:
@@ -102,7 +104,7 @@ def reply_for(request: Request, origin: Origin | None) -> tuple[Reply | None, st
                       f"{MAX_CORRELATION_BYTES}")
     topic = request.reply_to
     if topic is None and origin is not None and origin.response_topic is not None:
-        problem = check_reply_topic(origin.response_topic)
+        problem = check_reply_topic(origin.response_topic, prefix)
         if problem:
             return None, f"MQTT 5 response topic: {problem}"
         topic = origin.response_topic

@@ -45,7 +45,7 @@ from .job import Job
 from .jobqueue import QueueFull
 from .outcomes import SayOutcome
 from .parts import Parts
-from .policy import Problem
+from .policy import Problem, Refused
 from .priorities import preempts
 from .requests import RequestError, new_id, parse_control
 from .state import ServerState, State
@@ -132,6 +132,8 @@ class Daemon:
         events; with no ticket there is nothing to acknowledge, and the outcome is returned."""
         if self._stopping.is_set():
             return SayOutcome(new_id(), "rejected", "the daemon is stopping", "unavailable")
+        if busy := self._shed_network():
+            return SayOutcome(new_id(), "rejected", busy, "busy")
         return self._take(payload, None, time.monotonic())
 
     def _take(self, payload: bytes, ticket: Ticket | None, received: float,
@@ -177,8 +179,22 @@ class Daemon:
             self._control(payload, ticket)
 
     def control(self, payload: bytes) -> ControlDone:
-        """The HTTP twin of `on_control`; RequestError (also published as `rejected`)."""
+        """The HTTP twin of `on_control`; RequestError (also published as `rejected`), Refused
+        (busy) while too much waits for the broker."""
+        if busy := self._shed_network():
+            raise Refused("busy", busy)
         return self._control(payload, None)
+
+    def _shed_network(self) -> str | None:
+        """Why a request from the network (HTTP) is refused while too much waits for the
+        broker: its events would wait too, without bound (the broker down: 40,000 requests,
+        40,001 messages waiting). Counted as `overloaded`; no `rejected` event, which would
+        wait as well: the HTTP answer says it."""
+        if not self.link.overloaded():
+            return None
+        self._out.refused.shed()
+        return (f"busy: {self.link.outgoing} messages are waiting for the MQTT broker "
+                "(mqtt.max_outgoing_messages); try again later")
 
     def _control(self, payload: bytes, ticket: Ticket | None) -> ControlDone:
         try:

@@ -56,6 +56,8 @@ class Rules:
     """Outputs this device can serve (no `play` without an audio device)."""
     max_request_bytes: int | None = None
     """limits.max_request_bytes; None: derived from max_chars (config.default_request_bytes)."""
+    reply_prefix: str = "edged/reply"
+    """Where `reply_to` may point (config.reply_prefix; house/reply.py)."""
 
     @property
     def max_bytes(self) -> int:
@@ -214,7 +216,7 @@ def _announcement_fields(data: Mapping[str, Any], rules: Rules) -> dict[str, Any
         topic = data["reply_to"]
         if not isinstance(topic, str):
             raise RequestError(f"reply_to must be a string, got {kind(topic)}")
-        problem = check_reply_topic(topic)
+        problem = check_reply_topic(topic, rules.reply_prefix)
         if problem:
             raise RequestError(problem)
         values["reply_to"] = topic

@@ -25,9 +25,10 @@ from aiohttp import web
 from ..daemon.core import Daemon
 from ..daemon.events import Event
 from ..daemon.outcomes import SayOutcome
+from ..daemon.policy import Refused
 from ..daemon.requests import RequestError
 from ..net import run_blocking
-from .errors import HttpError, busy
+from .errors import HttpError, busy, refusal
 
 _SSE_BUFFER: Final = 256
 _KEEPALIVE_S: Final = 15.0
@@ -55,6 +56,8 @@ class Announcements:
             done = await run_blocking(self._daemon.control, await request.read())
         except RequestError as err:
             raise HttpError(413 if err.too_large else 400, str(err)) from None
+        except Refused as refused:
+            raise refusal(refused) from None
         return web.json_response(done.to_json())
 
     async def state(self, _request: web.Request) -> web.Response:
