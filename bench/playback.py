@@ -1,6 +1,6 @@
 """Local playback: time to first sound, interrupt latency, player CPU, soxr cost.
 
-All playback goes through real PortAudio into ALSA's file plugin (tests/alsa_sink.py's
+All playback goes through real PortAudio into ALSA's file plugin (tests/harness/alsa_sink.py's
 configuration); the first non-silent sample is detected by tailing that file, i.e. the moment
 the sample is *written to the device*. The player paces itself in real time, so the sink
 behaves like a sound card as far as timing goes (a real card adds its own output latency).
@@ -37,8 +37,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).parent))
 from common import REPO_DIR, free_port, machine_info, summary, table, wait_port, write_result  # noqa: E402
 
-sys.path.insert(0, str(REPO_DIR / "tests"))
-from alsa_sink import ASOUNDRC  # noqa: E402
+sys.path.insert(0, str(REPO_DIR))
+from tests.harness.alsa_sink import ASOUNDRC  # noqa: E402
 
 RATE = 22050
 PHRASE = "Someone is at the front door. Please answer it."

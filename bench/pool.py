@@ -30,12 +30,15 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 # bench/ last: bench/http.py must not shadow the standard library's http (paho imports it).
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
-sys.path += [str(BENCH.parent / "tests"), str(BENCH)]
+sys.path += [str(BENCH.parent), str(BENCH)]
 import paho.mqtt.client as mqtt  # noqa: E402
 from common import machine_info, proc_mb, summary, write_result  # noqa: E402
-from conftest import Broker, free_port  # noqa: E402
-from daemon_harness import DaemonProc, Watcher  # noqa: E402
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion  # noqa: E402
+
+from tests.harness.broker import Broker  # noqa: E402
+from tests.harness.daemon import DaemonProc  # noqa: E402
+from tests.harness.ports import free_port  # noqa: E402
+from tests.harness.watcher import Watcher  # noqa: E402
 
 _ROOMS = ["kitchen", "bedroom", "bathroom", "living room", "garage", "hall", "office", "attic"]
 

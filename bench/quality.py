@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 _FLOOR = 1e-8  # -80 dB re full scale, per bin
@@ -60,16 +60,15 @@ def make(folder: Path, precision: str | None = None, profile: str | None = None)
                            **({"profile": profile} if profile else {})}, folder)
     voice = load_voice(config)
     settings = voice.settings(noise_scale=0.0, noise_w=0.0)
-    from asr import corpus_lines
+    from tests.harness.asr import corpus_lines
 
     for i, text in enumerate(corpus_lines()[0]):
         (folder / f"{i:02d}.wav").write_bytes(to_wav_bytes(voice.synthesize(text, settings)))
 
 
 def compare(before: Path, after: Path) -> dict[str, object]:
-    from asr import Recognizer, corpus_lines, wer
-
     from edged.audio import from_wav_bytes
+    from tests.harness.asr import Recognizer, corpus_lines, wer
 
     pairs = list(zip(sorted(before.glob("*.wav")), sorted(after.glob("*.wav")), strict=True))
     old = [from_wav_bytes(p.read_bytes()).samples for p, _ in pairs]

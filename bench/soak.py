@@ -1,4 +1,4 @@
-"""The soak, measured and plotted: tests/soak.py's engine with the plan of `make test-long`
+"""The soak, measured and plotted: tests/harness/soak.py's engine with the plan of `make test-long`
 (10,000 announcements over 30 minutes, the broker and the daemon each SIGKILLed 5 times, the
 tiny test voice), or --short (the make test plan); then a first-audio run with the real default
 voice (300 announcements over 5 minutes, the same mix, no kills; --no-real-voice skips it).
@@ -22,9 +22,10 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 # bench/ last: bench/http.py must not shadow the standard library's http (paho imports it).
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
-sys.path += [str(BENCH.parent / "tests"), str(BENCH)]
+sys.path += [str(BENCH.parent), str(BENCH)]
 from common import REPO_DIR, machine_info, summary, write_result  # noqa: E402
-from soak import LONG_PLAN, REAL_VOICE_PLAN, SHORT_PLAN, Soak  # noqa: E402
+
+from tests.harness.soak import LONG_PLAN, REAL_VOICE_PLAN, SHORT_PLAN, Soak  # noqa: E402
 
 IMG = REPO_DIR / "docs" / "img"
 
@@ -146,7 +147,7 @@ def main() -> None:
     parser.add_argument("--no-real-voice", action="store_true",
                         help="skip the first-audio run with the real voice")
     args = parser.parse_args()
-    from make_tiny_voice import make_tiny_voice
+    from tests.harness.tiny_voice import make_tiny_voice
 
     plan = SHORT_PLAN if args.short else LONG_PLAN
     result: dict[str, Any] = {"machine": machine_info()}
@@ -155,7 +156,7 @@ def main() -> None:
         soak = Soak(plan, Path(tmp) / "soak", voice)
         result.update(soak.run())
         result["loadavg_at_end"] = list(os.getloadavg())
-        result["voice"] = "tiny test voice (tests/make_tiny_voice.py)"
+        result["voice"] = "tiny test voice (tests/harness/tiny_voice.py)"
         result["first_audio_ms"] = first_audio(soak)
         result["rss_series"] = [[s["t"], s["pid"], s["rss_mb"], s["fds"], s["threads"]]
                                 for s in soak.books.samples]

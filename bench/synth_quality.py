@@ -39,8 +39,8 @@ def word_error_rates(audio_dir: Path, labels: list[str]) -> dict[str, Any]:
 def _wer_of_folder(folder: Path) -> dict[str, Any] | None:
     import numpy as np
 
-    sys.path.insert(0, str(REPO_DIR / "tests"))
-    from asr import Recognizer, corpus_lines, wer, word_errors
+    sys.path.insert(0, str(REPO_DIR))
+    from tests.harness.asr import Recognizer, corpus_lines, wer, word_errors
 
     _texts, spoken = corpus_lines()
     files = sorted(folder.glob("line*.npy"))

@@ -34,10 +34,13 @@ import numpy as np
 import onnx
 import pytest
 import yaml
-from arm64.rootfs import ELF_AARCH64, Arm64Root, binfmt_ready, cached_root, environment
-from arm64.wheelhouse import Wheelhouse, dependency_digest
-from conftest import EDGED, ROOT, Broker, free_port
-from daemon_harness import Watcher
+
+from tests.arm64.rootfs import ELF_AARCH64, Arm64Root, binfmt_ready, cached_root, environment
+from tests.arm64.wheelhouse import Wheelhouse, dependency_digest
+from tests.harness.broker import Broker
+from tests.harness.paths import EDGED, ROOT
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 pytestmark = [pytest.mark.arm64, pytest.mark.timeout(1800)]
 

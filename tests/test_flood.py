@@ -13,10 +13,12 @@ from pathlib import Path
 
 import paho.mqtt.client as mqtt
 import pytest
-from conftest import Broker, free_port
-from daemon_harness import DaemonProc, Watcher
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
-from test_hardening import peak_rss_mb
+
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, peak_rss_mb
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 _MEMORY_MB = 400
 _FINAL_S = 120.0

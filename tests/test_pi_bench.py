@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+
+from tests.harness.paths import ROOT
 
 PI_SH = ROOT / "bench" / "pi.sh"
 PI_TABLE = ROOT / "bench" / "pi_table.py"

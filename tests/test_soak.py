@@ -1,4 +1,4 @@
-"""The soak (issue 18; tests/soak.py): announcements of every kind through MQTT, the group
+"""The soak (issue 18; tests/harness/soak.py): announcements of every kind through MQTT, the group
 topic, HTTP and Wyoming while the broker and the daemon are SIGKILLed at random moments. Every
 id ends with exactly one final outcome, none is spoken twice, memory stays flat and no open
 file or thread is left behind. Short here (>= 500 announcements, 2 kills each); 30 minutes with
@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from soak import LONG_PLAN, SHORT_PLAN, Soak
+
+from tests.harness.soak import LONG_PLAN, SHORT_PLAN, Soak
 
 _RSS_NOISE_MB = 8.0
 """Allowed RSS growth over the window: allocator noise (arenas, caches warming), not a leak."""

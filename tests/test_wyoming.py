@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PreparedVoices
 from wyoming.info import Describe, Info
 from wyoming.tts import (
     Synthesize,
@@ -25,11 +24,12 @@ from wyoming.tts import (
     SynthesizeStop,
     SynthesizeVoice,
 )
-from wyoming_harness import Answer, Served, read_until, serve
 
 from edged.audio import Audio
 from edged.config import parse_config
 from edged.voice import PiperVoice, load_voice
+from tests.harness.voices import PreparedVoices
+from tests.harness.wyoming_server import Answer, Served, read_until, serve
 
 _TIMEOUT_S = 20.0
 _STORY = ("The garage door is open. The washing machine has finished. Someone is at the front "

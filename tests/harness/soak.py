@@ -36,13 +36,15 @@ from typing import Any
 
 import httpx
 import paho.mqtt.client as mqtt
-from conftest import Broker, free_port
-from daemon_harness import DaemonProc
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
-from soak_books import close_books
 from wyoming.audio import AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
+
+from .broker import Broker
+from .daemon import DaemonProc
+from .ports import free_port
+from .soak_books import close_books
 
 FINAL = ("finished", "failed", "rejected")
 PHRASES = [f"The {room} {thing} is open." for room in ("kitchen", "hall", "garage", "attic")

@@ -1,4 +1,4 @@
-"""The soak's books closed (tests/soak.py): outcomes per id, what was spoken, memory, files,
+"""The soak's books closed (tests/harness/soak.py): outcomes per id, what was spoken, memory, files,
 threads, and what each kill cost. Not a test module."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from soak import Soak
+    from .soak import Soak
 
 FINAL = ("finished", "failed", "rejected")
 
