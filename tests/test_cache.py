@@ -339,7 +339,7 @@ def test_key_changes_with_voice_and_settings(tiny_voice: PiperVoice, tiny_voice_
 def test_key_is_stable_across_processes(tiny_voice: PiperVoice, tiny_voice_path: Path,
                                         tmp_path: Path) -> None:
     """The same request gives the same key in another process (no hash randomisation leaks)."""
-    script = ("import sys; from pathlib import Path; from edged.voice import Voice;"
+    script = ("import sys; from pathlib import Path; from edged.voice import PiperVoice;"
               "from edged.cache import PhraseCache; from edged.config import CacheConfig;"
               "v = PiperVoice.load(sys.argv[1]);"
               "print(PhraseCache(CacheConfig(dir=Path(sys.argv[2]))).key(v, v.settings(), 'Hi.'))")
