@@ -6,7 +6,7 @@ voice (300 announcements over 5 minutes, the same mix, no kills; --no-real-voice
 Writes bench/results/soak.json (the books, per-kill figures, the memory window, first-audio
 summaries) and four plots into docs/img/: soak-first-audio.png (first-audio CDF, cached against
 uncached, real voice and tiny voice), soak-rss.png (RSS over the run), soak-events.png (events
-per second) and soak-kills.png (what each kill cost). Run: .venv/bin/python bench/soak.py
+per second) and soak-kills.png (what each kill cost). Run: .venv/bin/python -m bench.soak
 (~40 min)
 """
 
@@ -14,18 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-# bench/ last: bench/http.py must not shadow the standard library's http (paho imports it).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
-sys.path += [str(BENCH.parent), str(BENCH)]
-from common import REPO_DIR, machine_info, summary, write_result  # noqa: E402
+from tests.harness.soak import LONG_PLAN, REAL_VOICE_PLAN, SHORT_PLAN, Soak
 
-from tests.harness.soak import LONG_PLAN, REAL_VOICE_PLAN, SHORT_PLAN, Soak  # noqa: E402
+from .common import REPO_DIR, machine_info, summary, write_result
 
 IMG = REPO_DIR / "docs" / "img"
 

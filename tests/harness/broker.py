@@ -66,7 +66,8 @@ class Broker:
             self._logf.close()
             self._logf = None
 
-    def version(self) -> str:
-        """mosquitto's first line of `-h` (its version)."""
-        out = subprocess.run([MOSQUITTO, "-h"], capture_output=True, text=True).stdout
-        return out.splitlines()[0] if out else ""
+
+def mosquitto_version() -> str:
+    """The first line of `mosquitto -h` (its version)."""
+    out = subprocess.run([MOSQUITTO, "-h"], capture_output=True, text=True).stdout
+    return out.splitlines()[0] if out else ""

@@ -51,7 +51,8 @@ class DaemonProc:
     def write(self) -> None:
         self.path.write_text(yaml.safe_dump(self.config))
 
-    def start(self, watcher: Watcher | None = None, *args: str) -> DaemonProc:
+    def start(self, watcher: Watcher | None = None, *args: str, timeout: float = 60) -> DaemonProc:
+        """Start `edged run`; with a watcher, until the daemon's `online` (`timeout` s)."""
         self.write()
         mark = watcher.mark() if watcher else 0
         with open(self.log, "ab") as log:
@@ -62,7 +63,7 @@ class DaemonProc:
             )
         if watcher is not None:
             try:
-                watcher.online(mark, timeout=60)
+                watcher.online(mark, timeout=timeout)
             except AssertionError:
                 raise AssertionError(f"daemon not online; log:\n{self.log_text()}") from None
         return self

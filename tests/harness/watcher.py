@@ -90,12 +90,12 @@ class Watcher:
 
     def publish(self, suffix: str, payload: bytes | str | dict, qos: int = 1,
                 retain: bool = False, *, confirm: bool = True) -> float:
-        """Publish on `<prefix>/<suffix>`; the moment it was handed to the client. `confirm`:
-        and wait until the broker has it (QoS 1 and 2)."""
+        """Publish on `<prefix>/<suffix>`; returns the moment just before it was handed to the
+        client. `confirm`: and wait until the broker has it (QoS 1 and 2)."""
         if isinstance(payload, dict):
             payload = json.dumps(payload)
-        info = self.client.publish(f"{self.prefix}/{suffix}", payload, qos=qos, retain=retain)
         sent = time.monotonic()
+        info = self.client.publish(f"{self.prefix}/{suffix}", payload, qos=qos, retain=retain)
         if qos and confirm:
             info.wait_for_publish(TIMEOUT_S)
         return sent
