@@ -150,10 +150,9 @@ def _assert_played(y: np.ndarray, expected: np.ndarray, report: PlaybackReport, 
 def _wait_until(predicate: Callable[[], bool], what: str) -> None:
     """Poll: the ALSA file gives no notification when it grows."""
     deadline = time.monotonic() + _TIMEOUT_S
-    tick = threading.Event()
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        tick.wait(0.005)
+        time.sleep(0.005)  # polling a file: there is no event to wait on
 
 
 def _play(config: AudioConfig, chunks: list[Audio], **kwargs: Any) -> PlaybackReport:
@@ -265,11 +264,14 @@ def test_late_chunk_is_bridged_with_counted_silence(tmp_path, monkeypatch):
     device never starves), counted once, and its length reported matches the file."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
     first, second = tone(440, 0.1), tone(660, 0.1)
-    slow = threading.Event()  # never set: waiting on it is the slow synthesis of sentence 2
+    pre = int(0.05 * RATE)
 
     def chunks() -> Iterator[Audio]:
         yield first
-        slow.wait(0.4)
+        # The slow synthesis of sentence 2: it comes once the device has been given 0.15 s
+        # of silence after sentence 1 (seen in the file: the gap is there, whatever the clock).
+        _wait_until(lambda: len(sink.samples()) >= pre + len(first.samples) + int(0.15 * RATE),
+                    "silence written after the first chunk")
         yield second
 
     player = Player(AudioConfig(preroll_ms=50, **EXACT))
@@ -277,7 +279,6 @@ def test_late_chunk_is_bridged_with_counted_silence(tmp_path, monkeypatch):
         report = player.play(chunks())
     finally:
         player.close()
-    pre = int(0.05 * RATE)
     expected = np.concatenate([np.zeros(pre, dtype=np.int16), first.samples, second.samples])
     gaps = _assert_played(sink.samples(), expected, report, voice_at=pre)
     late = [n for at, n in gaps if at == pre + len(first.samples)]
@@ -293,10 +294,13 @@ def test_late_first_sentence_waits_after_preroll_and_chime_with_counted_silence(
     chime = tone(880, 0.05, dc=-5000)
     ding = _write_wav(tmp_path / "ding.wav", chime.samples, RATE)
     voice = tone(440, 0.1)
-    slow = threading.Event()  # never set: waiting on it is the slow first sentence
+    pre, chime_n = int(0.02 * RATE), len(chime.samples)
 
     def chunks() -> Iterator[Audio]:
-        slow.wait(0.3)  # far past the 70 ms of pre-roll and chime
+        # The slow first sentence: it comes once the file shows silence after the pre-roll and
+        # the chime (the device was kept fed while it waited).
+        _wait_until(lambda: len(sink.samples()) > pre + chime_n,
+                    "silence written after the pre-roll and the chime")
         yield voice
 
     player = Player(AudioConfig(preroll_ms=20, chimes=ChimesConfig(high=ding), **EXACT))
@@ -304,7 +308,6 @@ def test_late_first_sentence_waits_after_preroll_and_chime_with_counted_silence(
         report = player.play(chunks(), priority="high", rate_hz=RATE)  # device opens first
     finally:
         player.close()
-    pre, chime_n = int(0.02 * RATE), len(chime.samples)
     expected = np.concatenate([np.zeros(pre, dtype=np.int16), chime.samples, voice.samples])
     gaps = _assert_played(sink.samples(), expected, report, voice_at=pre + chime_n)
     # How much silence depends on the clock; that there is some, after the chime, does not.

@@ -18,6 +18,8 @@ import httpx
 from edged.assembly import App, assemble
 from edged.config import parse_config
 
+from .streams import wait_streams
+
 TIMEOUT_S = 10.0
 
 
@@ -62,11 +64,7 @@ class HttpDaemon:
     def wait_streams(self, source: str, count: int) -> None:
         """Until `source` has `count` synthesis streams open at the scheduler."""
         assert self.app is not None
-        scheduler = self.app.speech.scheduler
-        # The scheduler's own condition is notified whenever a stream's slot is taken or freed.
-        with scheduler._cond:
-            ok = scheduler._cond.wait_for(lambda: scheduler._open[source] == count, TIMEOUT_S)
-        assert ok, f"{source} has {scheduler.open_streams()[source]} streams open, not {count}"
+        wait_streams(self.app.speech.scheduler, source, count, TIMEOUT_S)
 
 
 class SseReader:
