@@ -38,8 +38,9 @@ def edged_engine(args: argparse.Namespace) -> tuple[Synth, int]:
     import json
 
     from edged.config import parse_config
-    from edged.synthesis import Scheduler, synthesis_workers
+    from edged.synthesis import Scheduler
     from edged.voice import load_voice
+    from edged.voice.sizing import synthesis_workers
 
     emit("imported")
     overrides = json.loads(args.config)
@@ -58,7 +59,8 @@ def edged_engine(args: argparse.Namespace) -> tuple[Synth, int]:
     def synth(text: str, noise0: bool) -> Iterator[np.ndarray]:
         chosen = quiet if noise0 else settings
         chunks = (voice.stream(text, chosen) if args.inline
-                  else scheduler.submit(voice.stream(text, chosen), rank=2, source="bench"))
+                  else scheduler.submit(lambda lanes: voice.stream(text, chosen, lanes),
+                                        rank=2, source="bench"))
         with contextlib.closing(chunks):
             for audio in chunks:
                 yield audio.samples

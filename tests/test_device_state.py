@@ -74,12 +74,13 @@ def test_recent_keeps_the_last_outcome_and_the_last_uncached_first_audio() -> No
     """The last announcement (any outcome) and the first-audio time of the last one that was
     synthesized: a cached one after it does not hide that figure."""
     recent = Recent()
-    assert recent.state() == {"last": None, "last_uncached_first_audio_ms": None}
+    assert recent.last() == (None, None)
     recent.record("Hello.", Finished("a", cached=False, first_audio_ms=180.0))
     recent.record("Hello.", Finished("b", cached=True, first_audio_ms=9.0))
-    assert recent.state() == {"last": {"id": "b", "text": "Hello.", "outcome": "finished"},
-                              "last_uncached_first_audio_ms": 180.0}
+    last, first_audio_ms = recent.last()
+    assert last is not None and first_audio_ms == 180.0
+    assert last.to_json() == {"id": "b", "text": "Hello.", "outcome": "finished"}
     recent.record("x" * 300, Failed("c", error="cleared"))
-    last = recent.state()["last"]
-    assert last["outcome"] == "failed" and last["error"] == "cleared"
-    assert len(last["text"]) == 200 and last["text"].endswith("…")
+    last, _ = recent.last()
+    assert last is not None and last.outcome == "failed" and last.error == "cleared"
+    assert len(last.text) == 200 and last.text.endswith("…")

@@ -14,6 +14,8 @@ import pytest
 from edged.audio import Audio
 from edged.cache import PhraseCache
 from edged.config import parse_config
+from edged.daemon.policy import RequestPolicy
+from edged.daemon.requests import SpeechRequest
 from edged.net import NetLoop, chunks, open_speech
 from edged.synthesis import Scheduler, Speech, SpeechStream
 from edged.voice import LoadedVoices, PiperVoice
@@ -44,6 +46,12 @@ def test_servers_start_on_the_loop_thread_and_stop_in_reverse() -> None:
                    "stop wyoming"]
 
 
+
+async def _open(speech: Speech, text: str) -> SpeechStream:
+    """What the network servers do: the request policy, then the speech stream, off the loop."""
+    return await open_speech(speech, RequestPolicy(speech.planner), SpeechRequest(text),
+                             source="net")
+
 @pytest.fixture
 def speech(tmp_path: Path, tiny_voice_path: Path) -> Iterator[Speech]:
     config = parse_config({"voice": {"name": str(tiny_voice_path)}, "cache": {"dir": "c"}},
@@ -62,14 +70,14 @@ def test_speech_streams_on_the_loop_like_the_voice(speech: Speech) -> None:
     text = "One, two. Three four five. Six."
 
     async def speak() -> int:
-        stream = await open_speech(speech, text, rank=2, source="net")
+        stream = await _open(speech, text)
         return sum([len(chunk.samples) async for chunk in chunks(stream)])
 
     try:
         frames = net.call(speak(), _TIMEOUT_S)
     finally:
         net.stop()
-    assert frames == len(speech.pool.get().synthesize(text).samples)
+    assert frames == len(speech.voices.get().synthesize(text).samples)
     assert speech.scheduler.open_streams()["net"] == 0
 
 
@@ -90,7 +98,7 @@ def test_waiting_for_a_chunk_leaves_the_loop_free(speech: Speech) -> None:
         gate.set()
 
     async def consume() -> list[int]:
-        scheduled = speech.scheduler.submit(steps(), rank=2, source="net")
+        scheduled = speech.scheduler.submit(lambda _lanes: steps(), rank=2, source="net")
         got = []
         async for chunk in chunks(SpeechStream(utterance, None, scheduled)):
             got.append(int(chunk.samples[0]))
@@ -112,7 +120,7 @@ def test_a_cancelled_consumer_frees_its_synthesis_slot(speech: Speech) -> None:
     long_text = " ".join(["This is a rather long sentence, with clauses."] * 6)
 
     async def abandon() -> int:
-        stream = await open_speech(speech, long_text, rank=2, source="net")
+        stream = await _open(speech, long_text)
         got = asyncio.Event()
 
         async def consume() -> None:
@@ -153,7 +161,7 @@ def test_network_streams_get_the_short_first_window_and_parallel_windows(tmp_pat
     text = "The quick brown fox jumps over the lazy dog, and then it runs into the woods."
 
     async def speak() -> list[int]:
-        stream = await open_speech(speech, text, rank=2, source="net")
+        stream = await _open(speech, text)
         return [len(chunk.samples) async for chunk in chunks(stream)]
 
     try:

@@ -218,9 +218,9 @@ def test_chime_per_priority_plays_before_the_voice_at_target_level(tmp_path, mon
     voice = _speech_like(0.3, -20.0, seed=1)
     player = Player(config)
     try:
-        report = player.play(iter([voice]), priority="critical")
+        report = player.play(iter([voice]), chime="critical")
         with_chime = sink.samples()
-        report2 = player.play(iter([voice]), priority="normal")
+        report2 = player.play(iter([voice]), chime="normal")
         both = sink.samples()  # the stream stays open: the second announcement is appended
     finally:
         player.close()
@@ -305,7 +305,7 @@ def test_late_first_sentence_waits_after_preroll_and_chime_with_counted_silence(
 
     player = Player(AudioConfig(preroll_ms=20, chimes=ChimesConfig(high=ding), **EXACT))
     try:
-        report = player.play(chunks(), priority="high", rate_hz=RATE)  # device opens first
+        report = player.play(chunks(), chime="high", rate_hz=RATE)  # device opens first
     finally:
         player.close()
     expected = np.concatenate([np.zeros(pre, dtype=np.int16), chime.samples, voice.samples])
@@ -351,9 +351,11 @@ def _assert_cut(y: np.ndarray, sound: np.ndarray, report: PlaybackReport, *, pre
 
 
 def test_critical_announcement_cuts_in_with_a_fast_fade(tmp_path, monkeypatch):
-    """Protects: a critical play() during a long announcement fades the running one out
-    (fade_ms) where it is, plays right after it, and the cut one reports interrupted and
-    never plays its later chunks. The file shows: A up to the cut, fade, B's pre-roll, B."""
+    """Protects: a critical announcement cutting in during a long one (the daemon decides that
+    and calls interrupt(), then plays it: preemption is the daemon's rule, daemon/priorities.py)
+    fades the running one out (fade_ms) where it is, plays right after it, and the cut one
+    reports interrupted and never plays its later chunks. The file shows: A up to the cut, fade,
+    B's pre-roll, B."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
     fade_n, pre = int(0.01 * RATE), int(0.05 * RATE)
     a, a_later, b = tone(440, 2.0), tone(300, 0.5), tone(880, 0.2)
@@ -363,7 +365,8 @@ def test_critical_announcement_cuts_in_with_a_fast_fade(tmp_path, monkeypatch):
         thread, a_report = _in_thread(lambda: player.play(chunks()))
         assert asked.wait(_TIMEOUT_S)
         _wait_until(lambda: np.count_nonzero(sink.samples()) > 0.3 * RATE, "A to be playing")
-        b_report = player.play(iter([b]), priority="critical")
+        player.interrupt()
+        b_report = player.play(iter([b]), chime="critical")
         release.set()
         thread.join(_TIMEOUT_S)
     finally:

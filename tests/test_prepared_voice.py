@@ -324,7 +324,8 @@ def test_windows_decoded_on_two_workers_equal_the_sequential_decode(tmp_path: Pa
     scheduler.start()
     try:
         for _ in range(3):
-            with scheduler.submit(voice.stream(text), rank=2, source="t") as stream:
+            with scheduler.submit(lambda lanes: voice.stream(text, None, lanes), rank=2,
+                                  source="t") as stream:
                 together = [c.samples for c in stream]
             assert [len(c) for c in together] == [len(c) for c in alone]
             assert np.array_equal(np.concatenate(together), np.concatenate(alone))
@@ -347,7 +348,7 @@ def test_a_flow_apart_gives_the_first_window_from_its_own_frames(tmp_path: Path)
     scheduler = Scheduler(2, {"t": 1})
     scheduler.start()
     try:
-        with scheduler.submit(voice.stream(LONG), rank=2, source="t") as stream:
+        with scheduler.submit(lambda lanes: voice.stream(LONG, None, lanes), rank=2, source="t") as stream:
             together = np.concatenate([c.samples for c in stream])
     finally:
         scheduler.stop()

@@ -55,7 +55,7 @@ def test_say_reads_stdin(tmp_path: Path, tiny_voice_path: Path) -> None:
         (["say", "Hi.", "--voice", "no_such_voice", "-o", "x.wav"],
          "unknown voice 'no_such_voice'; installed voices: "),
         (["say", "Hi.", "-o", "/nonexistent-dir/x.wav"], "/nonexistent-dir/x.wav: cannot write here"),
-        (["say", "Hi.", "--speed", "9", "-o", "x.wav"], "--speed 9.0 is out of range 0.5..2.0"),
+        (["say", "Hi.", "--speed", "9", "-o", "x.wav"], "--speed is 9.0; it must be between 0.5 and 2"),
         (["say", "Hi.", "--config", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read config file"),
     ],
 )

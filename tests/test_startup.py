@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from edged.assembly import WYOMING_SOURCE
+from edged.synthesis.sources import WYOMING as WYOMING_SOURCE
 from tests.harness.broker import Broker
 from tests.harness.daemon import DaemonProc, wait_log
 from tests.harness.watcher import Watcher

@@ -55,7 +55,7 @@ def test_stream_equals_synthesize(tiny: PiperVoice) -> None:
     scheduler = Scheduler(2, {"test": 1}, depth=2)
     scheduler.start()
     try:
-        with scheduler.submit(tiny.stream(text), rank=2, source="test") as stream:
+        with scheduler.submit(lambda lanes: tiny.stream(text, None, lanes), rank=2, source="test") as stream:
             streamed = np.concatenate([c.samples for c in stream])
     finally:
         scheduler.stop()

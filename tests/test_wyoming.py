@@ -226,15 +226,15 @@ def test_wyoming_work_ranks_below_a_critical_announcement(tmp_path: Path, tiny: 
         yield Audio(np.zeros(1, np.int16), 16000)
 
     try:
-        held = scheduler.submit(hold(), rank=2, source="hold")
+        held = scheduler.submit(lambda _lanes: hold(), rank=2, source="hold")
         assert holding.wait(_TIMEOUT_S)
-        low = scheduler.submit(recording("low"), rank=3, source="low")
+        low = scheduler.submit(lambda _lanes: recording("low"), rank=3, source="low")
 
         async def ask() -> Answer:
             async with s.client() as client:
                 await client.write_event(Synthesize(text="Hello.").event())
                 await asyncio.to_thread(wait_streams, scheduler, "wyoming", 1)
-                critical = scheduler.submit(recording("critical"), rank=0, source="critical")
+                critical = scheduler.submit(lambda _lanes: recording("critical"), rank=0, source="critical")
                 release.set()
                 answer = await read_until(client, "audio-stop")
                 assert len(await asyncio.to_thread(list, critical)) == 1

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .fields import ConfigError, check_topic_part, default_request_bytes, opt, path_of
+from .fields import SPEED_RANGE, ConfigError, check_topic_part, default_request_bytes, opt, path_of
 from .house import QuietHours, ScheduleConfig, VolumeRange, parse_hhmm
 from .servers import HomeAssistantConfig, HttpConfig, WyomingConfig
 
@@ -29,7 +29,7 @@ class VoiceConfig:
     """Extra folders holding `<name>.onnx` + `<name>.onnx.json` voices."""
     speaker: str | None = None
     """Speaker name or id for multi-speaker voices; None: the voice's first speaker."""
-    speed: float = opt(1.0, min=0.5, max=2.0)
+    speed: float = opt(1.0, min=SPEED_RANGE[0], max=SPEED_RANGE[1])
     """Speaking rate; 2.0 is twice as fast (Piper length_scale = 1/speed)."""
     noise_scale: float | None = opt(None, min=0.0, max=2.0)
     noise_w: float | None = opt(None, min=0.0, max=2.0)

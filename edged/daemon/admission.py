@@ -1,7 +1,8 @@
 """A request's way into the queue (`Admission.admit`): parsed, then where its answers go
 (reply_to; the synthesis pool requires one), whether it was handled already (the done-log, or
-being handled now), whether it can be served (memory, voice, its start instant, quiet hours).
-The outcome is a `Job` to queue, a `Refusal`, or a `Duplicate`; the daemon publishes and acks.
+being handled now), what the request policy makes of it (policy.py: the device's voice, the
+memory budget, ...), then its start instant and quiet hours. The outcome is a `Job` to queue, a
+`Refusal`, or a `Duplicate`; the daemon publishes and acks.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ from ..config import Config
 from ..house import Reply, Schedule, check_reply_topic
 from ..house.instants import too_far_ahead
 from ..house.reply import MAX_CORRELATION_BYTES
-from ..memory import MemoryGuard
 from ..mqtt import Origin, Ticket
-from ..synthesis import Speech
 from .donelog import DoneLog
 from .job import Job
-from .outcomes import Problem
+from .policy import Problem, Refused, RequestPolicy
 from .requests import Request, RequestError, Rules, new_id, parse_request
 
 
@@ -44,12 +43,11 @@ class Duplicate:
 class Admission:
     """Thread-safe (the done-log and the memory guard are)."""
 
-    def __init__(self, config: Config, rules: Rules, speech: Speech, memory: MemoryGuard,
-                 done: DoneLog, schedule: Schedule) -> None:
+    def __init__(self, config: Config, rules: Rules, policy: RequestPolicy, done: DoneLog,
+                 schedule: Schedule) -> None:
         self._config = config
-        self._rules = rules
-        self._speech = speech
-        self._memory = memory
+        self.rules = rules
+        self._policy = policy
         self._done = done
         self._schedule = schedule
 
@@ -57,7 +55,7 @@ class Admission:
               origin: Origin | None, active: Callable[[str], bool]) -> Job | Refusal | Duplicate:
         """`active(id)`: is a request with this id queued or being spoken now?"""
         try:
-            request = parse_request(payload, self._rules)
+            request = parse_request(payload, self.rules)
         except RequestError as err:
             return Refusal(err.request_id or new_id(), str(err),
                            "too_large" if err.too_large else "invalid", origin_reply(origin))
@@ -71,15 +69,15 @@ class Admission:
             return Duplicate(request.id, self._done.outcome(done_key), reply)
         if request.id_given and active(request.id):
             return Duplicate(request.id, None, reply)
-        over = self._memory.over_budget()
-        problem = over or self._speech.problem(request.text, request.voice,
-                                              speaker=request.speaker, speed=request.speed) or (
-            timing_problem(request, time.time()) or quiet_problem(self._schedule, request))
+        try:
+            request = self._policy.admit(request)
+        except Refused as refused:
+            return Refusal(request.id, str(refused), refused.problem, reply)
+        problem = timing_problem(request, time.time()) or quiet_problem(self._schedule, request)
         if problem:
-            return Refusal(request.id, problem, "unavailable" if over else "invalid", reply)
+            return Refusal(request.id, problem, "invalid", reply)
         ttl = request.ttl_s if request.ttl_s is not None else self._config.limits.task_timeout_s
-        return Job(request, ticket, done_key, request.voice,
-                   request.output or self._config.output, ttl, received,
+        return Job(request, ticket, done_key, request.output or self._config.output, ttl, received,
                    instant=request.instant, reply=reply, group=origin.group if origin else None)
 
 

@@ -20,13 +20,23 @@ from ..house import Schedule
 from ..mqtt import AudioSink, MqttLink
 from ..playback import PlaybackReport, Player, PlayerError
 from ..synthesis import Speech, SpeechStream, Utterance
+from ..synthesis.sources import ANNOUNCER
 from .device_state import DeviceSettings
 from .events import Finished
 from .job import Job
 
 _LOGGER = logging.getLogger(__name__)
-SOURCE = "mqtt"
-"""This source's name at the synthesis scheduler."""
+
+
+class Heartbeat:
+    """When the announcer thread last showed it is alive: each turn of its loop, each chunk it
+    hands on (systemd's watchdog is fed only while it is fresh)."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def beat(self) -> None:
+        self.last = time.monotonic()
 
 
 class Skipped(Exception):
@@ -44,6 +54,7 @@ class Announcer:
                  stream_audio: bool, fallback_to_publish: bool, beat: Callable[[], None],
                  settings: DeviceSettings | None = None, schedule: Schedule | None = None,
                  skip_late: bool = False) -> None:
+        """`beat`: called with every chunk (the watchdog's heartbeat)."""
         self._speech = speech
         self._player = player
         self._link = link
@@ -51,7 +62,8 @@ class Announcer:
         self._fallback_to_publish = fallback_to_publish
         self._beat = beat
         self._settings = settings
-        """The device's volume and selected voice, applied to every announcement."""
+        """The device's volume, applied to every announcement (its selected voice is applied
+        at admission: policy.py)."""
         self._schedule = schedule
         """Time-of-day volume (multiplies the device's)."""
         self._skip_late = skip_late
@@ -59,19 +71,19 @@ class Announcer:
     def announce(self, job: Job) -> Finished:
         """Speak `job`. Raises on voice, scheduler or player failure (the job failed)."""
         request = job.request
-        voice_name, volume = job.voice_name, request.volume
+        volume = request.volume
         if self._settings is not None:
-            voice_name = voice_name or self._settings.voice
             volume *= self._settings.volume_factor
         if self._schedule is not None:
             volume *= self._schedule.volume_factor(request.priority)
-        utterance = self._speech.utterance(request.text, voice_name, speaker=request.speaker,
+        utterance = self._speech.utterance(request.text, request.voice, speaker=request.speaker,
                                            speed=request.speed, language=request.language)
         delivery = _Delivery(job, self._sink(job) if job.publishes else None, volume=volume,
                              keep=self._fallback_to_publish and not job.publishes, beat=self._beat)
         report: PlaybackReport | None = None
         with contextlib.closing(self._speech.open(utterance, rank=request.rank,
-                                                  source=SOURCE)) as stream:
+                                                  source=ANNOUNCER)) as stream:
+            job.attach(stream)
             chunks = delivery.chunks(stream)
             if job.plays:
                 report = self._play(job, chunks, utterance, delivery)
@@ -86,7 +98,7 @@ class Announcer:
         started = time.monotonic()
         start_at = job.instant.monotonic(time.time(), started) if job.instant else None
         try:
-            report = self._player.play(chunks, priority=request.priority, volume=delivery.volume,
+            report = self._player.play(chunks, chime=request.priority, volume=delivery.volume,
                                        rate_hz=utterance.rate_hz, start_at=start_at,
                                        skip_late=self._skip_late)
         except PlayerError as err:
@@ -101,8 +113,8 @@ class Announcer:
             raise Skipped(report.late_s)
         if report.first_audio_s is not None:
             delivery.first_audio(started + report.first_audio_s)
-        if report.interrupted and job.abort is None:
-            job.abort = "interrupted during playback"
+        if report.interrupted:
+            job.stop("interrupted during playback")
         return report
 
     def _sink(self, job: Job) -> AudioSink:
@@ -174,11 +186,12 @@ class _Delivery:
             underruns=report.underruns if report is not None else None,
             underrun_ms=report.underrun_ms if report is not None else None,
             audio_parts=(self._parts or 0) if self._sink is not None else None,
+            audio_complete=self._sink.complete if self._sink is not None else None,
             fallback=self._fallback,
             play_at=job.instant.ms if job.instant is not None else None,
             late_ms=(round(1000 * report.late_s, 1) if job.instant is not None
                      and report is not None else None),
-            segments=tuple(stream.utterance.segments),
+            segments=stream.utterance.segments,
         )
 
 

@@ -33,26 +33,22 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from ..config import Config
-from ..house import Reply, Schedule, late_error
-from ..memory import MemoryGuard
-from ..mqtt import MqttLink, Origin, Ticket
-from ..playback import Player
-from ..synthesis import Speech
-from .admission import Admission, Duplicate, Refusal
-from .announcer import Announcer, Skipped
-from .device_state import DeviceSettings, Recent
-from .donelog import DoneLog
+from ..house import Reply, late_error
+from ..mqtt import Origin, Ticket
+from .admission import Duplicate, Refusal
+from .announcer import Skipped
 from .events import ControlDone, Event, Failed, Finished, Queued, Started
 from .job import Job
-from .jobqueue import JobQueue, QueueFull
-from .outcomes import Outcomes, Problem, SayOutcome
+from .jobqueue import QueueFull
+from .outcomes import SayOutcome
+from .parts import Parts
+from .policy import Problem
 from .priorities import preempts
-from .quiet import QuietKeeper
-from .requests import RequestError, Rules, new_id, parse_control
-from .state import StateBoard
+from .requests import RequestError, new_id, parse_control
+from .state import ServerState, State
 
 _LOGGER = logging.getLogger(__name__)
 SHUTDOWN: Final = "shutdown"
@@ -60,47 +56,35 @@ SHUTDOWN: Final = "shutdown"
 
 
 class Daemon:
-    """Requests in, announcements and events out. Built by `assembly.assemble`; `start`, then
-    `stop` from any thread."""
+    """Requests in, announcements and events out. Made by `assembly.assemble`, which builds its
+    parts and points the MQTT link at it; `start`, then `stop` from any thread."""
 
-    def __init__(self, config: Config, *, speech: Speech, done: DoneLog, player: Player | None,
-                 link: MqttLink, status: Callable[[str], None] | None = None,
-                 settings: DeviceSettings | None = None) -> None:
+    def __init__(self, config: Config, parts: Parts) -> None:
         self.config = config
-        self._speech = speech
-        self._pool = speech.pool
-        self._cache = speech.cache
-        self._memory = MemoryGuard(config.limits.memory_mb)
-        self._done = done
-        self._player = player
-        outputs = {"publish"} | ({"play"} if player is not None else set())
-        self._rules = Rules(max_chars=config.limits.max_chars, voices=self._pool.names,
-                            outputs=outputs, max_request_bytes=config.limits.request_bytes)
-        self._queue: JobQueue[Job] = JobQueue(config.limits.queue)
+        self._admission = parts.admission
+        self._queue = parts.queue
+        self._quiet = parts.quiet
+        self._announcer = parts.announcer
+        self._out = parts.outcomes
+        self._board = parts.board
+        self.link = parts.link
+        self._player = parts.player
+        self.settings = parts.settings
+        self.schedule = parts.schedule
+        self._heartbeat = parts.heartbeat
+        self._closing = parts.closing
+        self.fanout = self._out.fanout
         self._lock = threading.Lock()
         self._held: dict[tuple[int, int], Job] = {}
         self._active_ids: set[str] = set()
         self._current: Job | None = None
         self._stopping = threading.Event()
-        self.settings = settings or DeviceSettings(None, self._pool.choices)
-        """Device volume and selected voice (Home Assistant's number and select)."""
-        self.recent = Recent()
-        self.schedule = Schedule(config.schedule)
-        """Quiet hours and time-of-day volume; its `clock` is injectable."""
-        self._quiet = QuietKeeper(self.schedule, self.settings)
-        self._admission = Admission(config, self._rules, speech, self._memory, done,
-                                    self.schedule)
-        self._board = StateBoard(config, self._pool, self._cache, self.settings, self.recent)
-        self._out = Outcomes(link, done, self._board, self.recent, status, config.device_id)
-        self.fanout = self._out.fanout
-        self.heartbeat = time.monotonic()
-        self.link = link
-        link.handler = self
-        self._announcer = Announcer(
-            speech, player, self.link, stream_audio=config.mqtt.stream_audio,
-            fallback_to_publish=config.audio.fallback_to_publish, beat=self._beat,
-            settings=self.settings, schedule=self.schedule, skip_late=config.groups_late == "skip")
         self._worker = threading.Thread(target=self._work, name="edged-announcer", daemon=True)
+
+    @property
+    def heartbeat(self) -> float:
+        """When the announcer thread last showed it is alive (monotonic): the watchdog's."""
+        return self._heartbeat.last
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -116,15 +100,16 @@ class Daemon:
         self._worker.join(self.config.limits.stop_timeout_s)
         if self._worker.is_alive():
             with self._lock:
-                if self._current is not None:
-                    self._current.abort = SHUTDOWN
+                current = self._current
+            if current is not None:
+                current.stop(SHUTDOWN)
             if self._player is not None:
                 self._player.interrupt()
             self._worker.join(5.0)
         self.link.stop()
-        with contextlib.suppress(Exception):
-            self._cache.close()
-        self._done.close()
+        for part in self._closing:
+            with contextlib.suppress(Exception):
+                part.close()
 
     # -- requests (paho network thread) ----------------------------------------------------
 
@@ -242,9 +227,8 @@ class Daemon:
     def _interrupt(self, which: Callable[[Job], bool], reason: str) -> list[str]:
         with self._lock:
             job = self._current
-            if job is None or job.abort is not None or not which(job):
+            if job is None or not which(job) or not job.stop(reason):
                 return []
-            job.abort = reason
         if self._player is not None:
             self._player.interrupt()
         return [job.request.id]
@@ -253,7 +237,7 @@ class Daemon:
 
     def _work(self) -> None:
         while not self._stopping.is_set():
-            self.heartbeat = time.monotonic()
+            self._heartbeat.beat()
             max_rank, changed = self._quiet.watch()
             if changed:  # quiet hours began or ended, or the time-of-day volume changed
                 self._publish_state()
@@ -300,9 +284,6 @@ class Daemon:
         else:
             self._finish(job, finished)
 
-    def _beat(self) -> None:
-        self.heartbeat = time.monotonic()
-
     # -- outcomes, state ------------------------------------------------------------------
 
     def _finish(self, job: Job, event: Finished | Failed) -> None:
@@ -323,26 +304,25 @@ class Daemon:
 
     def reload_refused(self, reason: str) -> None:
         """A SIGHUP's config was refused: `reload_error` in the state and STATUS= say why."""
-        self._out.reload_refused(reason)
+        self._board.reload_refused(reason)
         self._publish_state()
 
     def publish_event(self, event: Event) -> None:
         """An event of another room (a refused setting) on `<p>/event`, stamped like ours."""
         self._out.publish(event)
 
-    def report(self, part: str, value: Any) -> None:
-        """Show `value` as `part` of the state (a network server's address or why it is off)."""
-        self._board.report(part, value)
+    def report_server(self, name: str, server: ServerState) -> None:
+        """Show a network server's address, or why it is off, in the state."""
+        self._board.set_server(name, server)
         self._publish_state()
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> State:
         """What `<prefix>/state` says now."""
         with self._lock:
             speaking = self._current is not None
-        state = self._out.state(speaking=speaking, queue=len(self._queue),
-                                paused=self._queue.paused)
-        state["schedule"] = self._quiet.state(self._queue)
-        return state
+        return self._board.snapshot(speaking=speaking, queue=len(self._queue),
+                                    paused=self._queue.paused,
+                                    schedule=self._quiet.state(self._queue))
 
     def publish_state(self) -> None:
         """Publish `<p>/state` now (after a setting changed)."""

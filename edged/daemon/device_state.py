@@ -5,7 +5,7 @@ selected voice: persisted in `mqtt.state_dir`), and the outcome of its last anno
     settings = DeviceSettings.load(state_dir / "device.json", voices)   # a damaged file: defaults
     settings.set_volume(40); settings.set_voice("en_US-joe-medium")      # SettingError, else saved
     volume = request.volume * settings.volume_factor                     # every output
-    recent.record(text, event) -> recent.state()                         # last id/text/outcome
+    recent.record(text, event) -> recent.last()                          # last id/text/outcome
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import logging
 import math
 import threading
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -131,28 +132,38 @@ def _volume(value: object) -> int:
     return round(value)
 
 
+@dataclass(frozen=True)
+class Last:
+    """The last announcement, as `<p>/state` shows it (Home Assistant's sensor)."""
+
+    id: str
+    text: str
+    outcome: str
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {"id": self.id, "text": self.text, "outcome": self.outcome}
+        return data if self.error is None else {**data, "error": self.error}
+
+
 class Recent:
     """Thread-safe; the last announcement's outcome and the last uncached one's first-audio time."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._last: dict[str, Any] | None = None
+        self._last: Last | None = None
         self._first_audio_ms: float | None = None
 
     def record(self, text: str, event: Finished | Failed) -> None:
-        last: dict[str, Any] = {
-            "id": event.id,
-            "text": text if len(text) <= _STATE_TEXT_CHARS else text[:_STATE_TEXT_CHARS - 1] + "…",
-            "outcome": event.kind,
-        }
-        if isinstance(event, Failed):
-            last["error"] = event.error
+        shown = text if len(text) <= _STATE_TEXT_CHARS else text[:_STATE_TEXT_CHARS - 1] + "…"
+        last = Last(event.id, shown, event.kind,
+                    event.error if isinstance(event, Failed) else None)
         with self._lock:
             self._last = last
             if isinstance(event, Finished) and not event.cached and event.first_audio_ms is not None:
                 self._first_audio_ms = event.first_audio_ms
 
-    def state(self) -> dict[str, Any]:
-        """Fields of `<p>/state`."""
+    def last(self) -> tuple[Last | None, float | None]:
+        """(the last announcement, the last uncached one's first audio in ms)."""
         with self._lock:
-            return {"last": self._last, "last_uncached_first_audio_ms": self._first_audio_ms}
+            return self._last, self._first_audio_ms

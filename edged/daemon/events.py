@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..synthesis.plan import Segment
+
 _LOGGER = logging.getLogger(__name__)
 
 
@@ -78,6 +80,9 @@ class Finished(Event):
     underrun_ms: float | None = _optional()
     audio_parts: int | None = _optional()
     """Published: audio payloads sent."""
+    audio_complete: bool | None = _optional()
+    """Published: False when a payload was dropped (the broker out of reach and the offline
+    buffer full): the audio on MQTT has a gap."""
     fallback: str | None = _optional()
     """Why it was published instead of played (audio.fallback_to_publish)."""
     play_at: int | None = _optional()
@@ -85,12 +90,12 @@ class Finished(Event):
     late_ms: float | None = _optional()
     """With a start instant, played: how much later than it the first sample sounded (0: on
     time, by this device's clock)."""
-    segments: tuple[dict[str, Any], ...] = ()
-    """Each language part spoken: {"language", "voice", "chars"}, in order (the voice that
-    actually spoke it, after any fallback)."""
+    segments: tuple[Segment, ...] = ()
+    """Each language part spoken, in order (the voice that actually spoke it, after any
+    fallback): {"language", "voice", "chars"} each."""
 
     def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "segments": list(self.segments)}
+        return {**super().to_json(), "segments": [s.to_json() for s in self.segments]}
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,11 @@ from ..mqtt import MqttLink, Ticket
 from .device_state import Recent
 from .donelog import DoneLog
 from .events import Event, Failed, Fanout, Finished, Rejected
+from .policy import Problem
 from .refusals import Refusals
-from .state import StateBoard
+from .state import State
 
 _LOGGER = logging.getLogger(__name__)
-
-Problem = Literal["invalid", "too_large", "busy", "unavailable"]
-"""Why a request was rejected: what the refusal counts and HTTP's status codes are keyed by."""
-
 
 @dataclass(frozen=True)
 class SayOutcome:
@@ -44,19 +41,20 @@ class SayOutcome:
 class Outcomes:
     """Thread-safe."""
 
-    def __init__(self, link: MqttLink, done: DoneLog, board: StateBoard, recent: Recent,
-                 status: Callable[[str], None] | None, device_id: str | None = None) -> None:
+    def __init__(self, link: MqttLink, done: DoneLog, recent: Recent,
+                 status: Callable[[str], None] | None, device_id: str | None = None,
+                 on_final: Callable[[], None] | None = None) -> None:
+        """`status`: where a one-line status goes on every change (systemd's STATUS=);
+        `on_final`: called after each final event (the state's cache figures go stale)."""
         self._link = link
         self._device_id = device_id
         """Stamped on every event: a group's members answer the same ids."""
         self._done = done
-        self._board = board
         self._recent = recent
         self._status = status
-        """Where a one-line status goes on every change (systemd's STATUS=)."""
+        self._on_final = on_final
         self.fanout = Fanout()  # every event, to in-process listeners (HTTP's Server-Sent Events)
         self.refused = Refusals(self.publish, lambda: link.outgoing)
-        self._reload_error: str | None = None
 
     def publish(self, event: Event, reply: Reply | None = None) -> dict[str, Any]:
         """To `<prefix>/event`, the request's reply topic if any, and the in-process listeners."""
@@ -96,7 +94,8 @@ class Outcomes:
         if isinstance(event, Failed):
             brief["error"] = event.error[:200]
         self._done.add(done_key, brief)
-        self._board.refresh_stats()  # fresh cache figures with the outcome
+        if self._on_final is not None:
+            self._on_final()
 
     def reject(self, request_id: str, error: str, ticket: Ticket | None, problem: Problem,
                reply: Reply | None = None) -> None:
@@ -109,22 +108,9 @@ class Outcomes:
         if ticket is not None:  # None: from HTTP, answered in its response
             self._link.ack(ticket)
 
-    def reload_refused(self, reason: str) -> None:
-        """A SIGHUP's config was refused: `reload_error` in the state and STATUS= say why."""
-        self._reload_error = reason[:500]
-
-    def state(self, *, speaking: bool, queue: int, paused: bool) -> dict[str, Any]:
-        state = self._board.build(speaking=speaking, queue=queue, paused=paused)
-        state.update(refused=self.refused.snapshot(), outgoing=self._link.outgoing)
-        if self._reload_error is not None:
-            state["reload_error"] = self._reload_error
-        return state
-
-    def publish_state(self, state: dict[str, Any]) -> None:
+    def publish_state(self, state: State) -> None:
         """Retained, as a latest value: a newer state replaces one still waiting to go out."""
-        self._link.publish_json(self._link.topics.state, state, retain=True, latest=True)
+        self._link.publish_json(self._link.topics.state, state.to_json(), retain=True,
+                                latest=True)
         if self._status is not None:
-            broker = "connected" if self._link.connected.is_set() else "disconnected"
-            reload = f"; reload refused: {self._reload_error}" if self._reload_error else ""
-            self._status(f"{state['state']}, {state['queue']} waiting"
-                         f"{', paused' if state['paused'] else ''}, broker {broker}{reload}")
+            self._status(state.status_line(self._link.connected.is_set()))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
-PRIORITIES: Final = ("critical", "high", "normal", "low")
+CRITICAL: Final = "critical"
+PRIORITIES: Final = (CRITICAL, "high", "normal", "low")
 """Best first; the index is the rank (0 = critical) in the announcement queue."""
 BACKGROUND: Final = len(PRIORITIES)
 """Rank of work nobody waits for (warming pinned phrases): after every announcement."""

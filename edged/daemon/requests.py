@@ -1,30 +1,38 @@
-"""Announcement and control requests: untrusted MQTT payloads turned into checked objects.
+"""Speech and announcement requests: untrusted fields turned into typed, checked objects.
 
-Everything here is pure: bytes in, `Request`/`Control` out, or a `RequestError` whose message
-is a sentence safe to publish back ("text is 2400 characters; the limit is 500"). Sizes and
-JSON nesting are bounded *before* parsing, so no payload can make the parser do unbounded work.
+    SpeechRequest   what every intake asks to be said: text, voice, speaker, speed, language,
+                    priority, volume (HTTP /api/tts and /v1/audio/speech, Wyoming, edged say)
+    Request         an announcement (MQTT say, the group and pool topics, HTTP /api/say): a
+                    SpeechRequest with an id, an output, a timeout, a start instant, a reply topic
+    Control         a request on `<prefix>/control`
+
+Everything here is pure: bytes or a mapping in, a request out, or a `RequestError` whose message
+is a sentence safe to publish back ("text is 2400 characters; the limit is 500"). Each field's
+rule is in fields.py; payload sizes and JSON nesting are bounded before parsing
+(bounded_json.py). What the device then makes of a request (its selected voice, the memory
+budget) is the policy's (policy.py).
 """
 
 from __future__ import annotations
 
-import math
-import re
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..config import default_request_bytes
 from ..house import Instant, check_reply_topic, start_instant
-from ..languages import LanguageError, language_code
-from .bounded_json import ID_RE, RequestError, decode, kind, load_object, recover_id, short
-from .priorities import PRIORITIES, rank
+from . import fields
+from .bounded_json import RequestError, decode, kind, load_object, recover_id
+from .priorities import rank
 
-__all__ = ["ACTIONS", "CONTROL_MAX_BYTES", "OUTPUTS", "Control", "Request", "RequestError", "Rules",
-           "new_id", "parse_control", "parse_request", "recover_id"]
+__all__ = ["ACTIONS", "CONTROL_MAX_BYTES", "OUTPUTS", "SPEECH_FIELDS", "Control", "Request",
+           "RequestError", "Rules", "SpeechRequest", "new_id", "parse_control", "parse_request",
+           "recover_id", "speech_request"]
 
 OUTPUTS: Final = ("play", "publish", "both")
 ACTIONS: Final = ("stop", "skip", "clear", "pause", "resume")
+SPEECH_FIELDS: Final = ("text", "voice", "speaker", "speed", "volume", "priority", "language")
 REQUEST_FIELDS: Final = (
     "text", "id", "voice", "speaker", "speed", "volume", "priority", "output", "ttl_s", "language",
     "play_at", "start_in_ms", "sent_at", "reply_to",
@@ -32,21 +40,18 @@ REQUEST_FIELDS: Final = (
 MAX_START_IN_MS: Final = 60_000
 _UNIX_MS: Final = (1e12, 1e14)
 """A Unix time in ms (2001..5138): a plausible range, so a value in seconds is refused."""
-MAX_ID_CHARS: Final = 64
 CONTROL_MAX_BYTES: Final = 4096
 MAX_TTL_S: Final = 86400.0
-_CONTROL_CHARS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-"""C0 and C1 controls but tab and newline (\\r, U+0085 NEL, U+009B CSI included), and lone
-surrogates (a JSON escape can make one; no encoder takes it)."""
 
 
 @dataclass(frozen=True)
 class Rules:
-    """What this daemon accepts; built from the config once."""
+    """What this device accepts; built from the config once."""
 
     max_chars: int = 500
-    voices: Collection[str] = ()
-    """Voice names a request may choose (empty: the field is not accepted at all)."""
+    voices: Collection[str] | None = ()
+    """Voice names a request may choose (empty: none may be named; None: any, for `edged
+    say`, which speaks any installed voice or file)."""
     outputs: Collection[str] = OUTPUTS
     """Outputs this device can serve (no `play` without an audio device)."""
     max_request_bytes: int | None = None
@@ -58,21 +63,31 @@ class Rules:
 
 
 @dataclass(frozen=True)
-class Request:
-    """One announcement, as asked for. None means "the configured default"."""
+class SpeechRequest:
+    """What to say and how, as asked. None means "the device's default"."""
 
     text: str
-    id: str = field(default_factory=lambda: new_id())
-    id_given: bool = False
     voice: str | None = None
     speaker: str | int | None = None
     speed: float | None = None
     volume: float = 1.0
     priority: str = "normal"
-    output: str | None = None
-    ttl_s: float | None = None
     language: str | None = None
     """The language of the text where its script does not say (Han, digits); a code."""
+
+    @property
+    def rank(self) -> int:
+        return rank(self.priority)
+
+
+@dataclass(frozen=True)
+class Request(SpeechRequest):
+    """One announcement, as asked for."""
+
+    id: str = field(default_factory=lambda: new_id())
+    id_given: bool = False
+    output: str | None = None
+    ttl_s: float | None = None
     play_at: float | None = None
     """The instant to start at, Unix time in ms (house/instants.py)."""
     start_in_ms: float | None = None
@@ -80,10 +95,6 @@ class Request:
     sent_at: float | None = None
     reply_to: str | None = None
     """Where its events and audio go (house/reply.py)."""
-
-    @property
-    def rank(self) -> int:
-        return rank(self.priority)
 
     @property
     def instant(self) -> Instant | None:
@@ -100,6 +111,14 @@ class Control:
 
 def new_id() -> str:
     return uuid.uuid4().hex
+
+
+def speech_request(data: Mapping[str, Any], rules: Rules,
+                   allowed: tuple[str, ...] = SPEECH_FIELDS) -> SpeechRequest:
+    """A JSON object or a query (values already typed) as a SpeechRequest: only `allowed`
+    fields, a null field as absent; RequestError."""
+    fields.no_unknown(data, allowed)
+    return SpeechRequest(**_speech_fields(data, rules))
 
 
 def parse_request(payload: bytes, rules: Rules) -> Request:
@@ -125,62 +144,59 @@ def parse_control(payload: bytes) -> Control:
 def _parse_request(payload: bytes, rules: Rules) -> Request:
     text = decode(payload, rules.max_bytes)
     if text.lstrip()[:1] not in ("{", "["):
-        return Request(text=_check_text(text.strip(), rules.max_chars))
+        return Request(text=fields.text(text, rules.max_chars))
     data = load_object(text)
-    request_id = _take_id(data)
+    request_id = fields.request_id(data["id"]) if data.get("id") is not None else None
     try:
-        return _build(data, request_id, rules)
+        fields.no_unknown(data, REQUEST_FIELDS)
+        values = _speech_fields(data, rules) | _announcement_fields(data, rules) | _timing(data)
     except RequestError as err:
         raise RequestError(str(err), request_id, kind=err.kind) from None
+    if request_id is not None:
+        values.update(id=request_id, id_given=True)
+    return Request(**values)
 
 
 def _parse_control(payload: bytes) -> Control:
     text = decode(payload, CONTROL_MAX_BYTES)
     if text.lstrip()[:1] not in ("{", "["):
-        return Control(_choice("action", text.strip(), ACTIONS))
+        return Control(fields.choice("action", text.strip(), ACTIONS))
     data = load_object(text)
-    request_id = _take_id(data)
+    request_id = fields.request_id(data["id"]) if data.get("id") is not None else None
     try:
-        _no_unknown(data, ("action", "id"))
+        fields.no_unknown(data, ("action", "id"))
         if "action" not in data:
             raise RequestError("'action' is missing; expected one of " + ", ".join(ACTIONS))
-        action = _choice("action", data["action"], ACTIONS)
+        action = fields.choice("action", data["action"], ACTIONS)
     except RequestError as err:
         raise RequestError(str(err), request_id, kind=err.kind) from None
     return Control(action, request_id or new_id())
 
 
-# -- the JSON request ------------------------------------------------------------------------
-
-
-def _build(data: dict[str, Any], request_id: str | None, rules: Rules) -> Request:
-    _no_unknown(data, REQUEST_FIELDS)
+def _speech_fields(data: Mapping[str, Any], rules: Rules) -> dict[str, Any]:
     if "text" not in data:
         raise RequestError("'text' is missing")
-    text = data["text"]
-    if not isinstance(text, str):
-        raise RequestError(f"text must be a string, got {kind(text)}")
-    values: dict[str, Any] = {"text": _check_text(text.strip(), rules.max_chars)}
-    if request_id is not None:
-        values.update(id=request_id, id_given=True)
-    if data.get("voice") is not None:
-        voice = data["voice"]
-        if not isinstance(voice, str):
-            raise RequestError(f"voice must be a string, got {kind(voice)}")
-        if voice not in rules.voices:
-            known = ", ".join(sorted(rules.voices)) or "none"
-            raise RequestError(f"unknown voice {short(voice)}; configured voices: {known}")
-        values["voice"] = voice
-    if data.get("speaker") is not None:
-        values["speaker"] = _speaker(data["speaker"])
-    if data.get("speed") is not None:
-        values["speed"] = _number("speed", data["speed"], 0.5, 2.0)
-    if data.get("volume") is not None:
-        values["volume"] = _number("volume", data["volume"], 0.0, 1.0)
-    if data.get("priority") is not None:
-        values["priority"] = _choice("priority", data["priority"], PRIORITIES)
+    values: dict[str, Any] = {"text": fields.text(data["text"], rules.max_chars)}
+    given = {k: v for k, v in data.items() if v is not None}
+    if "voice" in given:
+        values["voice"] = fields.voice(given["voice"], rules.voices)
+    if "speaker" in given:
+        values["speaker"] = fields.speaker(given["speaker"])
+    if "speed" in given:
+        values["speed"] = fields.speed(given["speed"])
+    if "volume" in given:
+        values["volume"] = fields.volume(given["volume"])
+    if "priority" in given:
+        values["priority"] = fields.priority(given["priority"])
+    if "language" in given:
+        values["language"] = fields.language(given["language"])
+    return values
+
+
+def _announcement_fields(data: Mapping[str, Any], rules: Rules) -> dict[str, Any]:
+    values: dict[str, Any] = {}
     if data.get("output") is not None:
-        output = _choice("output", data["output"], OUTPUTS)
+        output = fields.choice("output", data["output"], OUTPUTS)
         wanted = {"play", "publish"} if output == "both" else {output}
         missing = sorted(w for w in wanted if w not in rules.outputs)
         if missing:
@@ -190,13 +206,10 @@ def _build(data: dict[str, Any], request_id: str | None, rules: Rules) -> Reques
             )
         values["output"] = output
     if data.get("ttl_s") is not None:
-        ttl = _number("ttl_s", data["ttl_s"], 0.0, MAX_TTL_S)
+        ttl = fields.number("ttl_s", data["ttl_s"], 0.0, MAX_TTL_S)
         if ttl <= 0:
             raise RequestError("ttl_s must be greater than 0")
         values["ttl_s"] = ttl
-    if data.get("language") is not None:
-        values["language"] = _language(data["language"])
-    values.update(_timing(data))
     if data.get("reply_to") is not None:
         topic = data["reply_to"]
         if not isinstance(topic, str):
@@ -205,17 +218,18 @@ def _build(data: dict[str, Any], request_id: str | None, rules: Rules) -> Reques
         if problem:
             raise RequestError(problem)
         values["reply_to"] = topic
-    return Request(**values)
+    return values
 
 
-def _timing(data: dict[str, Any]) -> dict[str, float]:
+def _timing(data: Mapping[str, Any]) -> dict[str, float]:
     """play_at, or start_in_ms with sent_at (house/instants.py)."""
     values = {}
     for name in ("play_at", "sent_at"):
         if data.get(name) is not None:
-            values[name] = _number(name, data[name], *_UNIX_MS)
+            values[name] = fields.number(name, data[name], *_UNIX_MS)
     if data.get("start_in_ms") is not None:
-        values["start_in_ms"] = _number("start_in_ms", data["start_in_ms"], 0, MAX_START_IN_MS)
+        values["start_in_ms"] = fields.number("start_in_ms", data["start_in_ms"], 0,
+                                              MAX_START_IN_MS)
     if "play_at" in values and "start_in_ms" in values:
         raise RequestError("give play_at or start_in_ms, not both")
     if "start_in_ms" in values and "sent_at" not in values:
@@ -223,77 +237,3 @@ def _timing(data: dict[str, Any]) -> dict[str, float]:
                            "published), so every member computes the same instant; or give "
                            "play_at")
     return values
-
-
-def _language(value: object) -> str:
-    if not isinstance(value, str):
-        raise RequestError(f"language must be a string, got {kind(value)}")
-    try:
-        return language_code(value)
-    except LanguageError as err:
-        raise RequestError(str(err)) from None
-
-
-def _take_id(data: dict[str, Any]) -> str | None:
-    if data.get("id") is None:
-        return None
-    value = data["id"]
-    if not isinstance(value, str):
-        raise RequestError(f"id must be a string, got {kind(value)}")
-    if len(value) > MAX_ID_CHARS:
-        raise RequestError(f"id is {len(value)} characters; the limit is {MAX_ID_CHARS}")
-    if not ID_RE.fullmatch(value):
-        # The id becomes part of the topic <prefix>/audio/<id>: no '/', '+', '#' or spaces.
-        raise RequestError(
-            "id may only contain letters, digits, '.', '_', ':' and '-' "
-            f"(it names the topic <prefix>/audio/<id>); got {short(value)}"
-        )
-    return value
-
-
-def _check_text(text: str, max_chars: int) -> str:
-    if not text:
-        raise RequestError("text is empty")
-    if len(text) > max_chars:
-        raise RequestError(f"text is {len(text)} characters; the limit is {max_chars}",
-                           kind="too_large")
-    bad = _CONTROL_CHARS.search(text)
-    if bad:
-        what = "an unpaired surrogate" if "\ud800" <= bad.group() <= "\udfff" else \
-            "the control character"
-        raise RequestError(f"text contains {what} U+{ord(bad.group()):04X} at position "
-                           f"{bad.start()}")
-    return text
-
-
-def _speaker(value: object) -> str | int:
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise RequestError(f"speaker must be a name or a number, got {kind(value)}")
-    if isinstance(value, int) and not 0 <= value < 100000:
-        raise RequestError(f"speaker {value} is out of range")
-    if isinstance(value, str) and len(value) > MAX_ID_CHARS:
-        raise RequestError(f"speaker is {len(value)} characters; the limit is {MAX_ID_CHARS}")
-    return value
-
-
-def _number(name: str, value: object, lo: float, hi: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RequestError(f"{name} must be a number, got {kind(value)}")
-    if not math.isfinite(value) or not lo <= value <= hi:
-        raise RequestError(f"{name} is {value}; it must be between {lo:g} and {hi:g}")
-    return float(value)
-
-
-def _choice(name: str, value: object, choices: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        shown = short(value) if isinstance(value, str) else kind(value)
-        raise RequestError(f"{name} is {shown}; expected one of {', '.join(choices)}")
-    return value
-
-
-def _no_unknown(data: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    unknown = [k for k in data if k not in allowed]
-    if unknown:
-        names = ", ".join(short(k) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
-        noun = "field" if len(unknown) == 1 else "fields"
-        raise RequestError(f"unknown {noun} {names}; allowed fields: {', '.join(allowed)}")

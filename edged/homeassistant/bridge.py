@@ -6,7 +6,9 @@
                               may have lost what it knew (retained messages come back anyway,
                               but a broker without persistence forgets them)
     <p>/set/volume  "40"   -> the device volume (0-100), saved in mqtt.state_dir, state published
-    <p>/set/voice   NAME   -> the voice for requests that name none, saved, state published
+    <p>/set/voice   NAME   -> the voice for requests that name none (every intake: the request
+                              policy), saved, state published; refused when it cannot fit
+                              limits.memory_mb
 
 A bad settings payload gets a `rejected` event on `<p>/event` with the reason, like a bad
 request. Everything here runs on paho's network thread and never raises.
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 from ..config import Config
 from ..daemon.device_state import SettingError
 from ..daemon.events import Rejected
+from ..daemon.policy import RequestPolicy
 from ..daemon.requests import new_id
 from .discovery import Discovery, build_discovery, settings_topics
 
@@ -34,9 +37,11 @@ _MAX_SETTING_BYTES = 256
 class HomeAssistantBridge:
     """Attach to a daemon's link before it starts; see the module docstring."""
 
-    def __init__(self, config: Config, daemon: Daemon, voices: Sequence[str]) -> None:
+    def __init__(self, config: Config, daemon: Daemon, policy: RequestPolicy,
+                 voices: Sequence[str]) -> None:
         self._enabled = config.homeassistant.discovery
         self._daemon = daemon
+        self._policy = policy
         self._link = daemon.link
         self.discovery: Discovery = build_discovery(config, voices)
         self._volume_topic, self._voice_topic = settings_topics(config.topic_prefix)
@@ -77,6 +82,8 @@ class HomeAssistantBridge:
     def _on_voice(self, payload: bytes) -> None:
         try:
             name = _text(payload).strip()
+            if name and (why := self._policy.settable(name)):
+                raise SettingError(why)
             self._daemon.settings.set_voice(name or None)
         except SettingError as err:
             self._reject(f"{self._voice_topic}: {err}")

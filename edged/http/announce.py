@@ -27,7 +27,6 @@ from ..daemon.events import Event
 from ..daemon.outcomes import SayOutcome
 from ..daemon.requests import RequestError
 from ..net import run_blocking
-from ..synthesis import Scheduler
 from .errors import HttpError, busy
 
 _SSE_BUFFER: Final = 256
@@ -37,9 +36,8 @@ _STATUS: Final = {"invalid": 400, "too_large": 413, "unavailable": 503}
 
 
 class Announcements:
-    def __init__(self, daemon: Daemon, scheduler: Scheduler) -> None:
+    def __init__(self, daemon: Daemon) -> None:
         self._daemon = daemon
-        self._scheduler = scheduler
         self.streams: set[asyncio.Task[object]] = set()
         """Running event streams, ended by the server when it stops."""
 
@@ -61,8 +59,7 @@ class Announcements:
 
     async def state(self, _request: web.Request) -> web.Response:
         state = await run_blocking(self._daemon.state)
-        state["synthesis_streams"] = self._scheduler.open_streams()
-        return web.json_response(state)
+        return web.json_response(state.to_json())
 
     async def events(self, request: web.Request) -> web.StreamResponse:
         loop = asyncio.get_running_loop()

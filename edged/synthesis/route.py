@@ -2,7 +2,7 @@
 
     chain("zh") -> [languages.zh, "kokoro:zf_xiaoxiao", "espeak:cmn"]   (what is set/installed)
 
-A voice that is not installed, does not load, or would not fit `limits.memory_mb` (the pool
+A voice that is not installed, does not load, or would not fit `limits.memory_mb` (LoadedVoices
 refuses it: OverBudget) is skipped for the next one, with one warning per voice and reason;
 espeak-ng, last in every chain, always loads. A request naming a voice gets it for the segments
 of that voice's language (for all of a text that is one segment, as before languages came).
@@ -40,9 +40,9 @@ class Routed:
 class Router:
     """Thread-safe."""
 
-    def __init__(self, config: Config, pool: LoadedVoices) -> None:
+    def __init__(self, config: Config, voices: LoadedVoices) -> None:
         self._config = config
-        self._pool = pool
+        self._voices = voices
         self._warned: set[tuple[str, type[Exception]]] = set()
         self._lock = threading.Lock()
 
@@ -59,7 +59,7 @@ class Router:
               language: str | None = None) -> list[Routed]:
         """Segments of `text` with their voices (loaded); LanguageError, VoiceError."""
         segments = segment(text, han=self._config.languages.han, language=language)
-        asked = self._pool.get(voice) if voice is not None else None
+        asked = self._voices.get(voice) if voice is not None else None
         if asked is not None and len(segments) == 1:
             return [Routed(segments[0].language, segments[0].text, asked)]
         return [Routed(s.language, s.text,
@@ -73,10 +73,10 @@ class Router:
         chain = self.chain(language)
         for name in chain[:-1]:
             try:
-                return self._pool.get(name, within_budget=True)
+                return self._voices.get(name, within_budget=True)
             except VoiceError as err:
                 self._warn_once(language, name, err, chain)
-        return self._pool.get(chain[-1])
+        return self._voices.get(chain[-1])
 
     def _warn_once(self, language: str, name: str, err: Exception, chain: list[str]) -> None:
         # Once per voice and kind of reason: the message carries figures (MB) that move.

@@ -6,12 +6,12 @@ what voices exist (`catalog/`)."""
 from .backend import VoiceBackend
 from .catalog.find import VoiceInfo, find_voice, list_voices
 from .errors import VoiceError
-from .load import inference_threads, load_voice
+from .load import load_voice
 from .loaded import LoadedVoices, OverBudget
 from .piper.voice import PiperVoice
 from .settings import SynthesisSettings, default_settings
 
 __all__ = [
     "LoadedVoices", "OverBudget", "PiperVoice", "SynthesisSettings", "VoiceBackend", "VoiceError",
-    "VoiceInfo", "default_settings", "find_voice", "inference_threads", "list_voices", "load_voice",
+    "VoiceInfo", "default_settings", "find_voice", "list_voices", "load_voice",
 ]

@@ -12,9 +12,9 @@ first, as they take steps), and the stream takes the results in order (`Ahead.po
 - A job pushed onto an empty queue (the first window after the encoder: what the listener needs
   next) is not offered: the stream's own worker runs it at once.
 
-The scheduler sets `LANES` around each step (a context variable, so the voice code needs no
-scheduler argument). Outside the scheduler (`synthesize`, `edged say -o`, tests) there are
-no lanes and every job runs inline, in order.
+The scheduler hands a stream its lanes when the stream is submitted (`Scheduler.submit(steps)`
+calls `steps(lanes)`), and the voice passes them down to its windows. Outside the scheduler
+(`synthesize`, `edged say`, tests) there are no lanes and every job runs inline, in order.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Generic, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -95,14 +94,6 @@ class Lanes(Protocol):
     def offer(self, job: Claimable) -> None:
         """Let an idle worker run `job` (at the stream's priority); it may never be taken."""
         ...
-
-
-LANES: ContextVar[Lanes | None] = ContextVar("edged_lanes", default=None)
-
-
-def current_lanes() -> Lanes | None:
-    """The lanes of the stream being stepped on this thread, or None (run everything inline)."""
-    return LANES.get()
 
 
 class Ahead(Generic[T]):

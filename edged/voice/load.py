@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -14,6 +13,7 @@ from .catalog.hashes import HASH_MEMO_NAME, file_sha256
 from .onnx import Arena
 from .piper.prepared import StatusLine, ensure_prepared
 from .piper.voice import PiperVoice
+from .sizing import inference_threads, window_lanes
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -23,25 +23,6 @@ _LOGGER = logging.getLogger(__name__)
 _PREPARE_MIN_BYTES: Final = 1_000_000
 """Preparing pays off for real voices (0.59 -> 0.07 s session creation for the 63 MB default
 voice); a model under 1 MB (no real voice is) loads in milliseconds as it is."""
-
-
-def inference_threads(config: Config) -> int:
-    """`voice.threads`, or for 0 two when the process may use several cores, else one (the
-    usable cores: under `taskset` or systemd's CPUAffinity= the machine's count overstates)."""
-    return config.voice.threads or min(2, len(os.sched_getaffinity(0)))
-
-
-def window_lanes(config: Config) -> int:
-    """Decoder windows of a piece decoded at once, one core and one intra-op thread each: the
-    usable cores, at most `voice.parallel_windows`, `limits.synthesis_workers` when set, and one
-    per 200 MB of `limits.memory_mb` (the windows being decoded share an eighth of it: more
-    lanes on the same budget would make them too small to pay for their context; at 400 MB,
-    two lanes of about 90 frames)."""
-    lanes = min(len(os.sched_getaffinity(0)), config.voice.parallel_windows,
-                config.limits.memory_mb // 200)
-    if config.limits.synthesis_workers:
-        lanes = min(lanes, config.limits.synthesis_workers)
-    return max(1, lanes)
 
 
 def voice_folders(config: Config) -> tuple[Path, ...]:

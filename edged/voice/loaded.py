@@ -40,6 +40,9 @@ _KOKORO_MODEL_MB: Final = 300.0
 """Kokoro-82M int8: RSS +228 MB loaded, ~+300 MB after a first 100-token inference (measured
 on 2 x86 cores; bench/results/languages.json)."""
 _SMALL_VOICE_MB: Final = 1.0
+RECLAIM_SHARE: Final = 0.75
+"""Above this share of limits.memory_mb an idle daemon gives back what the arenas keep: below
+it the memory is cheaper kept (the next announcement would allocate it again: page faults)."""
 
 
 class OverBudget(VoiceError):
@@ -56,12 +59,17 @@ class LoadedVoices:
         default: VoiceBackend | None = None,
         budget_mb: float | None = None,
         loader: Callable[[Config, str], VoiceBackend] = load_voice,
+        first_inference: Callable[[VoiceBackend], None] | None = None,
     ) -> None:
+        """`first_inference(voice)`: run a short text through a voice just loaded (its buffers
+        are then counted in its cost); the daemon runs it on the synthesis scheduler, as every
+        inference. None: here, on the caller's thread."""
         self._config = config
         self._default = default
         """The configured voice, loaded before the daemon is ready; never unloaded."""
         self._budget_mb = float(budget_mb if budget_mb is not None else config.limits.memory_mb)
         self._loader = loader
+        self._first_inference = first_inference or _synthesize_ready
         self._voices: OrderedDict[str, VoiceBackend] = OrderedDict()
         self._cost_mb: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -99,7 +107,11 @@ class LoadedVoices:
         return self._budget_mb
 
     def is_default(self, voice: VoiceBackend) -> bool:
-        return voice is self._default
+        """Is `voice` the configured one (pinned, or loaded by its configured name)?"""
+        if self._default is not None:
+            return voice is self._default
+        with self._lock:
+            return self._voices.get(self._config.voice.name) is voice
 
     def peek(self, name: str | None = None) -> VoiceBackend | None:
         """The voice if it is loaded now, without loading it."""
@@ -143,20 +155,39 @@ class LoadedVoices:
             self._make_room(name, within_budget)
             before = rss_mb()
             voice = self._loader(self._config, name)
-            # The first inference allocates the arena: count it too.
-            voice.synthesize(READY.get(voice.language, READY["en"]))
+            self._first_inference(voice)  # it allocates the arena: count it too
             self._cost_mb[name] = rss_mb() - before
             self._voices[name] = voice
             _LOGGER.info("Voice %s loaded: +%.0f MB (process %.0f MB, budget %.0f MB)",
                          name, self._cost_mb[name], rss_mb(), self._budget_mb)
             return voice
 
+    def fits(self, name: str) -> str | None:
+        """Why voice `name` cannot be loaded within the budget even with every other voice
+        unloaded; None when it can (or is loaded, or is the configured one). A voice that is not
+        installed is not this question's: it fails when it is loaded."""
+        if self._default is not None and name in self.default_names:
+            return None
+        with self._lock:
+            if name in self._voices:
+                return None
+            try:
+                need = self.cost_mb(name)
+            except VoiceError:
+                return None
+            return self._beyond_pinned(name, need)
+
+    def _beyond_pinned(self, name: str, need: float) -> str | None:
+        pinned = self._pinned_mb()
+        if pinned + need <= self._budget_mb:
+            return None
+        return (f"voice {name} (~{need:.0f} MB) does not fit limits.memory_mb="
+                f"{self._budget_mb:.0f} next to what cannot be unloaded ({pinned:.0f} MB)")
+
     def _make_room(self, name: str, within_budget: bool) -> None:
         need = self.cost_mb(name)
-        if within_budget and self._pinned_mb() + need > self._budget_mb:
-            raise OverBudget(f"voice {name} (~{need:.0f} MB) does not fit limits.memory_mb="
-                             f"{self._budget_mb:.0f} next to what cannot be unloaded "
-                             f"({self._pinned_mb():.0f} MB)")
+        if within_budget and (why := self._beyond_pinned(name, need)):
+            raise OverBudget(why)
         while self._voices and rss_mb() + need > self._budget_mb:
             victim, _voice = self._voices.popitem(last=False)
             del _voice
@@ -172,6 +203,26 @@ class LoadedVoices:
             _LOGGER.warning("Loading voice %s (~%.0f MB) passes limits.memory_mb=%.0f even with"
                             " no other voice loaded", name, need, self._budget_mb)
 
+    def reclaim(self) -> bool:
+        """When the process holds more than `RECLAIM_SHARE` of the budget: every loaded voice
+        gives back what ONNX Runtime's arena kept from earlier peaks, then glibc what is free
+        (the scheduler calls this when it goes idle after work). True when it did."""
+        if rss_mb() <= self._budget_mb * RECLAIM_SHARE:
+            return False
+        before = rss_mb()
+        with self._lock:
+            voices = [v for v in (self._default, *self._voices.values()) if v is not None]
+        for voice in voices:
+            voice.reclaim()
+        release_freed_memory()
+        _LOGGER.debug("Reclaimed %.0f MB after synthesis (process %.0f MB, budget %.0f MB)",
+                      before - rss_mb(), rss_mb(), self._budget_mb)
+        return True
+
     def _pinned_mb(self) -> float:
         """What stays whatever is unloaded (lock held): the process without its other voices."""
         return rss_mb() - sum(self._cost_mb.get(n, 0.0) for n in self._voices)
+
+
+def _synthesize_ready(voice: VoiceBackend) -> None:
+    voice.synthesize(READY.get(voice.language, READY["en"]))

@@ -69,6 +69,18 @@ def _register_shared_arena(ort: Any) -> None:
         _arena_registered = True
 
 
+@functools.cache
+def shrinking() -> Any:
+    """Run options that give the arena's free chunks back to the system after the run: one tiny
+    inference with them after heavy work returns what the arena kept at its peak (the default
+    voice after four long streams at once: RSS 164 -> 118 MB, a 9 ms encoder run here)."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
+
+
 def open_session(path: Path | bytes, threads: int, *, level: str = "ORT_ENABLE_ALL",
                  arena: Arena = "shared") -> Any:
     import onnxruntime as ort

@@ -2,7 +2,8 @@
 
     reader (this task)                                 speaker (a task of this connection)
     describe            -> info                        for each queued (response, text):
-    ping                -> pong                          open_speech (cache or scheduler)
+    ping                -> pong                          open_speech (the request policy, then
+                                                           the cache or the scheduler)
     synthesize          -> queue(text), queue(end)       audio-start once per response
     synthesize-start    -> a streamed response opens     audio-chunk per chunk as it is made
     synthesize-chunk    -> each completed sentence       end: audio-stop, and for a streamed
@@ -15,7 +16,9 @@ stream is closed, and the scheduler drops the work at its next decoder window.
 
 Errors: a frame that makes no sense gets an `error` event and the connection goes on. A request
 that cannot be served (unknown voice, text too long or with control characters, events out of
-order, synthesis failing) gets an `error` event and the connection is closed: the client is
+order, refused by the request policy, synthesis failing) gets an `error` event (its code from
+policy.WYOMING_CODE where the policy or the field rules refused it) and the connection is closed:
+the client is
 waiting for an audio-stop or synthesize-stopped that will not come (Home Assistant waits without
 a timeout), and a closed connection tells it at once.
 """
@@ -25,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, Final
@@ -44,22 +46,23 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
-from ..daemon.device_state import DeviceSettings
+from ..daemon import fields
+from ..daemon.policy import WYOMING_CODE, RequestPolicy
+from ..daemon.policy import Refused as PolicyRefused
+from ..daemon.requests import RequestError, SpeechRequest
 from ..languages import LanguageError
 from ..languages.codes import language_code, locale_language
 from ..net import chunks, open_speech
 from ..synthesis import Busy, SchedulerStopped, Speech
+from ..synthesis.sources import WYOMING
 from ..voice import VoiceError
 from ..voice.catalog.listing import VoiceListing
 from .framing import Bounds, FrameError, read_event
 from .text_stream import SentenceBuffer
 
 _LOGGER = logging.getLogger(__name__)
-SOURCE: Final = "wyoming"
-"""This server's name at the synthesis scheduler."""
 SAMPLES_PER_EVENT: Final = 4096
 """Audio is sent in events of at most this many samples (~0.19 s at 22050 Hz)."""
-_CONTROL_CHARS: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _MAX_NAME: Final = 64
 
 
@@ -68,13 +71,14 @@ class Context:
     """What every connection of one server shares."""
 
     speech: Speech
+    policy: RequestPolicy
     info: Event
     voices: tuple[VoiceListing, ...]
-    settings: DeviceSettings | None
     bounds: Bounds
     max_chars: int
     idle_timeout_s: float
-    rank: int
+    priority: str
+    """wyoming.priority: the protocol has no priority of its own (policy.py)."""
 
 
 class Refused(Exception):
@@ -229,17 +233,19 @@ class Connection:
         return None, speaker, None
 
     def _text(self, data: dict[str, Any], room: int) -> str:
+        """A text or a streamed part of one: what is left of wyoming.max_chars, and the one
+        text rule of every intake (fields.py) for the characters."""
         text = data.get("text")
         if not isinstance(text, str):
             raise Refused("text must be a string", "bad-request")
         if len(text) > room:
             raise Refused(f"text is longer than wyoming.max_chars "
-                               f"({self._ctx.max_chars} characters per request)", "too-long")
-        bad = _CONTROL_CHARS.search(text)
-        if bad:
-            raise Refused(f"text contains the control character U+{ord(bad.group()):04X}",
-                               "bad-request")
-        return text
+                          f"({self._ctx.max_chars} characters per request)", "too-long")
+        try:
+            return fields.check_text(text, room, empty_ok=True)
+        except RequestError as err:
+            raise Refused(str(err), WYOMING_CODE["too_large" if err.too_large else "invalid"]
+                          ) from None
 
     def _queue(self, response: _Response, text: str | None) -> None:
         self._pending += 1
@@ -255,9 +261,8 @@ class Connection:
                     await self._end(response)
                 else:
                     await self._say(response, text)
-            except (Refused, VoiceError, Busy, SchedulerStopped) as err:
-                code = getattr(err, "code", type(err).__name__.lower())
-                await self._fail(str(err), code)
+            except (Refused, PolicyRefused, VoiceError, Busy, SchedulerStopped) as err:
+                await self._fail(str(err), _code(err))
                 return
             except (ConnectionError, OSError):
                 self._writer.close()
@@ -271,9 +276,9 @@ class Connection:
 
     async def _say(self, response: _Response, text: str) -> None:
         ctx = self._ctx
-        voice = response.voice or (ctx.settings.voice if ctx.settings is not None else None)
-        stream = await open_speech(ctx.speech, text, voice=voice, speaker=response.speaker,
-                                   language=response.language, rank=ctx.rank, source=SOURCE)
+        request = SpeechRequest(text, response.voice, response.speaker,
+                                priority=ctx.priority, language=response.language)
+        stream = await open_speech(ctx.speech, ctx.policy, request, source=WYOMING)
         rate = stream.utterance.rate_hz
         response.cached = response.cached and stream.cached
         if not response.started:
@@ -311,6 +316,14 @@ class Connection:
 
     async def _send(self, event: Event) -> None:
         await async_write_event(event, self._writer)
+
+
+def _code(err: Exception) -> str:
+    if isinstance(err, Refused):
+        return err.code
+    if isinstance(err, PolicyRefused):
+        return WYOMING_CODE[err.problem]
+    return "busy" if isinstance(err, Busy) else type(err).__name__.lower()
 
 
 def _optional_text(data: dict[str, Any], key: str) -> str | None:

@@ -23,7 +23,7 @@ PROGRAM: str = "edged"
 
 def list_voices(config: Config, names: Sequence[str],
                 paths: Mapping[str, Path] | None = None) -> list[VoiceListing]:
-    """The voices in `names` as `describe` lists them (see voice/listing.py)."""
+    """The voices in `names` as `describe` lists them (see voice/catalog/listing.py)."""
     return voice_listings(config, names, paths)
 
 

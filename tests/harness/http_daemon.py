@@ -50,7 +50,7 @@ class HttpDaemon:
     def start(self) -> HttpDaemon:
         self.app = assemble(self.config, status=_no_status)
         self.app.start()
-        self.url = self.app.daemon.state()["http"]["url"].rstrip("/")
+        self.url = (self.app.daemon.state().servers["http"].url or "").rstrip("/")
         return self
 
     def stop(self) -> None:

@@ -18,6 +18,7 @@ from wyoming.event import Event, async_read_event
 
 from edged.cache import PhraseCache
 from edged.config import Config, parse_config
+from edged.daemon.policy import RequestPolicy
 from edged.net import NetLoop
 from edged.synthesis import Scheduler, Speech
 from edged.voice import LoadedVoices, PiperVoice
@@ -64,8 +65,8 @@ def serve(tmp_path: Path, voice: PiperVoice, *, sources: dict[str, int] | None =
     scheduler.start()
     pool = LoadedVoices(config, default=voice)
     speech = Speech(config, pool, PhraseCache(config.cache), scheduler)
-    server = WyomingServer(config, speech, list_voices(config, pool.listed,
-                                                      {voice.name: voice.onnx_path}))
+    server = WyomingServer(config, speech, RequestPolicy(speech.planner),
+                           list_voices(config, pool.listed, {voice.name: voice.onnx_path}))
     net = NetLoop([server])
     net.start()
     return Served(config, speech, server, net, port)

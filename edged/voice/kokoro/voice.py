@@ -29,12 +29,12 @@ from typing import Any, Final
 import numpy as np
 
 from ...audio import Audio, to_int16
-from ...frontend.normalizers import normalizer_for
 from ...frontend.sentences import split_for_streaming
-from ..backend import KOKORO_PREFIX, speed_settings
+from ..backend import KOKORO_PREFIX, OneSpeakerVoice
 from ..catalog.hashes import file_sha256
 from ..errors import VoiceError
-from ..onnx import open_session
+from ..lanes import Lanes
+from ..onnx import open_session, shrinking
 from ..settings import SynthesisSettings
 from . import assets as kokoro_assets
 
@@ -61,12 +61,13 @@ class KokoroModel:
             raise VoiceError(f"{path}: not a loadable Kokoro model: {err}") from err
         self.vocab = kokoro_assets.vocabulary()
 
-    def run(self, tokens: list[int], style: np.ndarray, speed: float) -> np.ndarray:
+    def run(self, tokens: list[int], style: np.ndarray, speed: float,
+            options: Any = None) -> np.ndarray:
         audio = self._session.run(None, {
             "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
             "style": style.reshape(1, -1),
             "speed": np.array([speed], dtype=np.float32),
-        })[0]
+        }, options)[0]
         return np.asarray(audio, dtype=np.float32).reshape(-1)
 
 
@@ -85,11 +86,10 @@ def model_loaded() -> bool:
         return len(_models) > 0
 
 
-class KokoroVoice:
+class KokoroVoice(OneSpeakerVoice):
     """Thread-safe: the phonemizer is locked, the session is not (ONNX Runtime allows it)."""
 
     backend = "kokoro"
-    hash_memo: Path | None = None
     rate_hz = RATE_HZ
 
     def __init__(self, style_name: str, model: KokoroModel, style: np.ndarray, *,
@@ -105,7 +105,7 @@ class KokoroVoice:
         self._fingerprint = fingerprint
         self.sentence_pause_ms = sentence_pause_ms
         self.max_phonemes = max_tokens
-        self._normalize, self._normalizer_version = normalizer_for(self.language, date_order)
+        self._use_normalizer(date_order)
         self._phonemize = _phonemizer(self.language)
         self._lock = threading.Lock()
         self.license = kokoro_assets.LICENSE
@@ -115,20 +115,10 @@ class KokoroVoice:
     def fingerprint(self) -> str:
         return self._fingerprint
 
-    @property
-    def normalizer_version(self) -> str:
-        return self._normalizer_version
-
-    def cache_recipe(self) -> dict[str, Any]:
-        return {"backend": self.backend}
-
-    def normalize(self, text: str) -> str:
-        return self._normalize(text)
-
-    def settings(self, *, speaker: str | int | None = None, speed: float | None = None,
-                 noise_scale: float | None = None,
-                 noise_w: float | None = None) -> SynthesisSettings:
-        return speed_settings(self.name, speed, speaker)
+    def reclaim(self) -> None:
+        """A run of no tokens with arena shrinkage (onnx.shrinking): the model's arena peak
+        grows with the piece, so this gives the most back of any voice."""
+        self._model.run([], self._style[0], 1.0, shrinking())
 
     def tokens(self, text: str) -> list[list[int]]:
         """The token ids of each inference `text` becomes, in order (for tests and tools)."""
@@ -140,7 +130,8 @@ class KokoroVoice:
             return [self._phonemize(s) for s in _SENTENCE.findall(self.normalize(text))
                     if any(c.isalnum() for c in s)]
 
-    def stream(self, text: str, settings: SynthesisSettings | None = None) -> Iterator[Audio]:
+    def stream(self, text: str, settings: SynthesisSettings | None = None,
+               lanes: Lanes | None = None) -> Iterator[Audio]:
         """One chunk per piece (one inference of at most `max_tokens` tokens)."""
         settings = settings or self.settings()
         speed = 1.0 / settings.length_scale
@@ -152,9 +143,6 @@ class KokoroVoice:
             if ends_sentence and i < len(pieces) - 1:
                 samples = np.concatenate([samples, pause])
             yield Audio(samples, RATE_HZ)
-
-    def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio:
-        return Audio.join(list(self.stream(text, settings)), RATE_HZ)
 
     def _pieces(self, text: str) -> list[tuple[list[int], bool]]:
         vocab = self._model.vocab

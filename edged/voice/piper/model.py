@@ -9,6 +9,9 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from ..lanes import Lanes
+from ..onnx import shrinking
+
 
 class Decoded(NamedTuple):
     """Samples of piece number `piece`; `last`: the piece's last part."""
@@ -21,11 +24,15 @@ class Decoded(NamedTuple):
 class Model(Protocol):
     input_names: frozenset[str]
 
-    def stream(self, pieces: Sequence[dict[str, np.ndarray]], *,
-               first_window: int = 0) -> Iterator[Decoded]:
+    def stream(self, pieces: Sequence[dict[str, np.ndarray]], *, first_window: int = 0,
+               lanes: Lanes | None = None) -> Iterator[Decoded]:
         """Piper's feeds of each piece -> float32 samples (1-D) in consecutive parts, in order,
         each as soon as it is made; `first_window` > 0: the first piece's first part is at most
-        that many latent frames (windowed models)."""
+        that many latent frames (windowed models); `lanes`: spare workers for its windows."""
+        ...
+
+    def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
+        """One tiny run of its first session with arena shrinkage (onnx.shrinking)."""
         ...
 
 
@@ -37,7 +44,10 @@ class WholeModel:
         self._session = session
         self.input_names = frozenset(i.name for i in session.get_inputs())
 
-    def stream(self, pieces: Sequence[dict[str, np.ndarray]], *,
-               first_window: int = 0) -> Iterator[Decoded]:
+    def stream(self, pieces: Sequence[dict[str, np.ndarray]], *, first_window: int = 0,
+               lanes: Lanes | None = None) -> Iterator[Decoded]:
         for index, feeds in enumerate(pieces):
             yield Decoded(index, self._session.run(None, feeds)[0].reshape(-1), True)
+
+    def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
+        self._session.run(None, feeds, shrinking())

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from ...memory import release_freed_memory, rss_mb
+from ..lanes import Lanes
 from .model import Decoded, Model
 
 _LOGGER = logging.getLogger(__name__)
@@ -49,13 +50,20 @@ class SleepingModel:
         with self._changed:
             return self._changed.wait_for(lambda: self._model is None, timeout)
 
-    def stream(self, pieces: Sequence[dict[str, np.ndarray]], *,
-               first_window: int = 0) -> Iterator[Decoded]:
+    def stream(self, pieces: Sequence[dict[str, np.ndarray]], *, first_window: int = 0,
+               lanes: Lanes | None = None) -> Iterator[Decoded]:
         model = self._acquire()  # at the first step, on the scheduler worker that runs it
         try:
-            yield from model.stream(pieces, first_window=first_window)
+            yield from model.stream(pieces, first_window=first_window, lanes=lanes)
         finally:
             self._release()
+
+    def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
+        """Awake: its sessions' arenas shrunk; asleep there is nothing to give back."""
+        with self._lock:
+            model = self._model
+        if model is not None:
+            model.reclaim(feeds)
 
     def sleep(self) -> bool:
         """Drop the sessions now unless a stream is using them; True when they were dropped."""

@@ -23,8 +23,9 @@ from ...frontend.sentences import Piece, split_for_streaming
 from ...languages.codes import locale_language
 from ..catalog.hashes import file_sha256
 from ..errors import VoiceError
+from ..lanes import Lanes
 from ..onnx import Arena, open_session
-from ..settings import SynthesisSettings
+from ..settings import SynthesisSettings, check_one_speaker, check_speed
 from .config import PiperConfig, read_piper_config
 from .model import Model, WholeModel
 from .prepared import PreparedModel
@@ -130,10 +131,6 @@ class PiperVoice:
             self._fingerprint = hashlib.sha256(both.encode()).hexdigest()
         return self._fingerprint
 
-    @property
-    def missing_phonemes(self) -> dict[str, int]:
-        return dict(self._ids.missing)
-
     # ---------------------------------------------------------------- settings
     def settings(
         self,
@@ -147,10 +144,9 @@ class PiperVoice:
         speaker_id: int | None = None
         if self.num_speakers > 1:
             speaker_id = self._speaker_id(speaker)
-        elif speaker not in (None, "", 0, "0"):
-            raise VoiceError(f"voice {self.name} has one speaker; got speaker {speaker!r}")
-        if speed is not None and not 0.1 <= speed <= 10:
-            raise VoiceError(f"speed {speed} is out of range 0.1..10")
+        else:
+            check_one_speaker(self.name, speaker)
+        check_speed(speed)
         defaults = self.config
         length_scale = defaults.length_scale / speed if speed else defaults.length_scale
         return SynthesisSettings(
@@ -194,24 +190,30 @@ class PiperVoice:
                                    self.max_phonemes, len,
                                    min(_FIRST_PIECE_PHONEMES, self.max_phonemes))
 
-    def stream(self, text: str, settings: SynthesisSettings | None = None) -> Iterator[Audio]:
+    def stream(self, text: str, settings: SynthesisSettings | None = None,
+               lanes: Lanes | None = None) -> Iterator[Audio]:
         """Audio chunks in order: one per piece, or per decoder window of a prepared voice; a
         sentence pause ends each sentence but the last. Each `next()` is one step of work (an
         encoder run and a window, or one more window): the synthesis scheduler interleaves
         streams, and lets a critical one go first, at these steps. On a scheduler worker with
-        lanes, the windows are decoded on other workers too (windows.py)."""
+        `lanes` (a scheduler stream's), the windows are decoded on other workers too."""
         settings = settings or self.settings()
         pieces = self.pieces(text)
         feeds = [self._feeds(self._ids(piece.text), settings) for piece in pieces]
         # Each window goes out as soon as it is decoded: holding one back (to put the pause onto
         # the piece's last chunk) made the first audio wait for the second window.
-        for part in self._model.stream(feeds, first_window=FIRST_WINDOW_FRAMES):
+        for part in self._model.stream(feeds, first_window=FIRST_WINDOW_FRAMES, lanes=lanes):
             yield Audio(to_int16(part.samples), self.rate_hz)
             piece = pieces[part.piece]
             if part.last and piece.ends_sentence and part.piece < len(pieces) - 1 \
                     and self.sentence_pause_ms:
                 silence = np.zeros(self.rate_hz * self.sentence_pause_ms // 1000, dtype=np.int16)
                 yield Audio(silence, self.rate_hz)
+
+    def reclaim(self) -> None:
+        """Give back what ONNX Runtime's arena keeps from earlier peaks (a run of one padding
+        id with arena shrinkage: milliseconds)."""
+        self._model.reclaim(self._feeds([0], self.settings()))
 
     def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio:
         """The whole announcement as one Audio."""

@@ -25,7 +25,8 @@ from typing import Any, Final, NamedTuple
 
 import numpy as np
 
-from ..lanes import Ahead, current_lanes
+from ..lanes import Ahead, Lanes
+from ..onnx import shrinking
 from .model import Decoded
 
 FIRST_WINDOW_FRAMES: Final = 24
@@ -132,13 +133,18 @@ class SplitModel:
         self.largest = largest
         self.input_names = frozenset(i.name for i in encoder.get_inputs())
 
-    def stream(self, pieces: Sequence[dict[str, np.ndarray]], *,
-               first_window: int = 0) -> Iterator[Decoded]:
+    def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
+        """The encoder with arena shrinkage: the arena is shared, so every session's free
+        chunks go back (the decoder's too)."""
+        self._encoder.run(None, feeds, shrinking())
+
+    def stream(self, pieces: Sequence[dict[str, np.ndarray]], *, first_window: int = 0,
+               lanes: Lanes | None = None) -> Iterator[Decoded]:
         """Each piece's samples in order, window by window; with lanes, the windows of a piece
         and the next piece's encoder run on other workers too. With the flow apart, the first
         window of the first piece needs the flow of its own frames only (and the rest of the
         flow runs meanwhile)."""
-        ahead: Ahead[_Encoded | _FlowInputs | Decoded] = Ahead(current_lanes())
+        ahead: Ahead[_Encoded | _FlowInputs | Decoded] = Ahead(lanes)
         if pieces:
             ahead.push(partial(self._encode, 0, pieces[0], first_window))
         while ahead:
