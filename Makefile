@@ -75,21 +75,23 @@ test-ha: install
 	HA_HARNESS=$(abspath $(HA_HARNESS)) $(HA_HARNESS)/install.sh
 	HA_HARNESS=$(abspath $(HA_HARNESS)) $(VENV)/bin/pytest -m ha -v
 
+# The benchmarks are modules of the package bench/ (bench/README.md lists them all), run from
+# the checkout; each writes bench/results/<name>.json.
 bench: install
 	$(PY) -m pip install -q -e '.[test,bench]'
-	$(PY) bench/synth.py
-	$(PY) bench/cache.py
-	$(PY) bench/playback.py
-	$(PY) bench/mqtt.py
-	$(PY) bench/http_stack.py
-	$(PY) bench/http.py
-	$(PY) bench/wyoming.py
+	$(PY) -m bench.synth
+	$(PY) -m bench.cache
+	$(PY) -m bench.playback
+	$(PY) -m bench.mqtt
+	$(PY) -m bench.http_stack
+	$(PY) -m bench.http
+	$(PY) -m bench.wyoming
 
 bench-languages: install
 	$(PY) -m pip install -q -e '.[test,ja,zh]'
 	@[ -f $(VENV)/edged-voices/kokoro/zf_xiaoxiao.bin ] || \
 	  $(VENV)/bin/edged voices pull zf_xiaoxiao --out $(VENV)/edged-voices
-	$(PY) bench/languages.py --voices $(VENV)/edged-voices
+	$(PY) -m bench.languages --voices $(VENV)/edged-voices
 
 lint: install
 	$(VENV)/bin/ruff check edged tests bench

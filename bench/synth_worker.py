@@ -1,4 +1,5 @@
-"""One synthesis engine configuration in its own process (spawned by bench/synth.py).
+"""One synthesis engine configuration in its own process (spawned by bench.synth:
+`python -m bench.synth_worker ...`).
 
 Reports JSON lines on stdout (see common.emit): "imported", "loaded", "first_audio" (the first
 chunk of the first line: the parent turns it into cold start), one "line" per corpus line and
@@ -16,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import emit, peak_rss_mb, rss_now_mb  # noqa: E402
+from .common import emit, peak_rss_mb, rss_now_mb
 
 # A synthesizer: text, noise-0 flag -> iterator of int16 chunks.
 Synth = Callable[[str, bool], Iterator[np.ndarray]]

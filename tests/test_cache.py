@@ -20,13 +20,14 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from conftest import EDGED, ROOT, PreparedVoices
-from make_tiny_voice import make_tiny_voice
 
 from edged.audio import Audio
 from edged.cache import PhraseCache, WarmReport, expand_phrases, folder, keys, store, warm
 from edged.config import CacheConfig, ConfigError
 from edged.voice import PiperVoice
+from tests.harness.paths import EDGED, ROOT
+from tests.harness.tiny_voice import make_tiny_voice
+from tests.harness.voices import PreparedVoices
 
 _TIMEOUT_S = 60
 _RATE = 16000

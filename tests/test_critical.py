@@ -15,13 +15,17 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Broker, PreparedVoices, free_port
-from daemon_harness import DaemonProc, Watcher
-from http_harness import HttpDaemon
 from wyoming.client import AsyncTcpClient
 from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.tts import Synthesize
+
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc
+from tests.harness.http_daemon import HttpDaemon
+from tests.harness.ports import free_port
+from tests.harness.voices import PreparedVoices
+from tests.harness.watcher import Watcher
 
 _TIMEOUT_S = 20.0
 _STORY = " ".join(

@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import Broker, free_port
-from daemon_harness import DaemonProc, Watcher
-from fuzz_payloads import TOPICS, PayloadFuzzer
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
-from test_hardening import peak_rss_mb
+
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, peak_rss_mb
+from tests.harness.fuzz_payloads import TOPICS, PayloadFuzzer
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 _BATCH = 25
 _MAX_CHARS = 500

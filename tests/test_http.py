@@ -16,15 +16,14 @@ import httpx
 import numpy as np
 import pytest
 import soundfile
-from http_harness import HttpDaemon
 
 from edged.memory import rss_mb
+from tests.harness.cases import LONG, LONG_SETTINGS
+from tests.harness.http_daemon import HttpDaemon
 
 TEXT = "Hello there. This is edged."
 # One long stream: every sentence is followed by 5 s of silence (sentence_pause_ms), so its
 # audio (hundreds of MB) can never fit in the socket buffers: the server must wait for a reader.
-LONG = "A. " * 1500
-LONG_SETTINGS = {"voice": {"sentence_pause_ms": 5000}, "limits": {"max_chars": 5000}}
 
 
 def _frames(wav: bytes) -> np.ndarray:

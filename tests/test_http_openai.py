@@ -11,8 +11,9 @@ import numpy as np
 import openai
 import pytest
 import soundfile
-from http_harness import HttpDaemon
-from test_http import LONG, LONG_SETTINGS
+
+from tests.harness.cases import LONG, LONG_SETTINGS
+from tests.harness.http_daemon import HttpDaemon
 
 KEY = "sk-edged-test"
 TEXT = "Hello from the OpenAI client."

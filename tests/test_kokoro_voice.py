@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import EDGED
+
+from tests.harness.paths import EDGED
 
 pytestmark = pytest.mark.long
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from http_harness import HttpDaemon
 from wyoming.audio import AudioStart
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeVoice
-from wyoming_harness import read_until, serve
 
 from edged.voice import PiperVoice
+from tests.harness.http_daemon import HttpDaemon
+from tests.harness.wyoming_server import read_until, serve
 
 _HAN = "你好，明天见。"
 

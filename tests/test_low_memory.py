@@ -17,14 +17,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EDGED, ROOT, Broker
-from daemon_harness import DaemonProc, Watcher, wait_log
-from make_tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice
-from make_tiny_voice import prepare_voice as _prepare
 
 from edged.config import ConfigError, load_config, parse_config
 from edged.voice import PiperVoice, load_voice
 from edged.voice.piper.sleep import SleepingModel
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.paths import EDGED, ROOT
+from tests.harness.tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice
+from tests.harness.tiny_voice import prepare_voice as _prepare
+from tests.harness.watcher import Watcher
 
 
 def _config(tmp_path: Path, text: str) -> Path:
@@ -122,7 +124,7 @@ def test_without_the_arena_an_inference_gives_its_memory_back(tmp_path: Path,
     ONNX Runtime's arena keeps (tens of MB, measured 141 vs 123 MB in the daemon); without it,
     by a fraction of that. The same samples both ways (noise 0: the arena changes no
     arithmetic)."""
-    from asr import corpus_lines
+    from tests.harness.asr import corpus_lines
 
     longest = max(corpus_lines()[0], key=len)
     grew = {}

@@ -144,11 +144,10 @@ def test_network_streams_get_the_short_first_window_and_parallel_windows(tmp_pat
     """HTTP and Wyoming reach speech through open_speech: with a prepared voice their first
     chunk is the short first window, and through two workers the chunks join to the audio the
     voice makes alone."""
-    from make_tiny_voice import VITS_HOP, make_tiny_vits_voice
-
     from edged.voice.catalog.hashes import file_sha256
     from edged.voice.piper.prepared import ensure_prepared
     from edged.voice.piper.windows import FIRST_WINDOW_FRAMES
+    from tests.harness.tiny_voice import VITS_HOP, make_tiny_vits_voice
 
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx", flow="local")
     config = parse_config({"voice": {"name": str(onnx_path)}, "cache": {"dir": "c"}}, tmp_path)

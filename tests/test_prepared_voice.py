@@ -1,6 +1,6 @@
 """Prepared voices: split into encoder + windowed decoder, optimized once, kept in cache.dir/models.
 
-The tiny VITS-shaped voice (tests/make_tiny_voice.py) has Piper's `/dec/...` layout, a real
+The tiny VITS-shaped voice (tests/harness/tiny_voice.py) has Piper's `/dec/...` layout, a real
 receptive field and, when asked, a speaker input the decoder reads: it exercises the split, the
 windows and the checks in milliseconds. The real default voice shows it on the real thing.
 """
@@ -19,8 +19,6 @@ import onnx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from make_tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice, make_tiny_voice
-from make_tiny_voice import prepare_voice as _prepare
 
 from edged.config import parse_config
 from edged.synthesis import Scheduler
@@ -35,6 +33,8 @@ from edged.voice.piper.windows import (
     window_bounds,
 )
 from edged.voice.prepare.split import NotSplittable, split_piper_graph
+from tests.harness.tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice, make_tiny_voice
+from tests.harness.tiny_voice import prepare_voice as _prepare
 
 
 def _same_audio(a: PiperVoice, b: PiperVoice, text: str, **settings: object) -> np.ndarray:
@@ -211,7 +211,7 @@ def test_child_failure_is_one_line_in_the_log(tmp_path: Path, caplog: pytest.Log
 def test_default_voice_prepared_through_the_config(tmp_path: Path, default_voice_path: Path) -> None:
     """The real voice as the daemon loads it: split, and the same audio as the .onnx loaded as it is,
     for the longest corpus line (several pieces, several windows each)."""
-    from asr import corpus_lines
+    from tests.harness.asr import corpus_lines
 
     longest = max(corpus_lines()[0], key=len)
     config = parse_config({"voice": {"name": str(default_voice_path), "precision": "float32"},

@@ -14,14 +14,15 @@ from typing import Any
 
 import openai
 import pytest
-from conftest import free_port
-from daemon_harness import Watcher
-from http_harness import HttpDaemon
 from wyoming.audio import AudioStart
 from wyoming.client import AsyncTcpClient
 from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.tts import Synthesize, SynthesizeVoice
+
+from tests.harness.http_daemon import HttpDaemon
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 _TIMEOUT_S = 20.0
 _OTHER_RATE_HZ = 22050

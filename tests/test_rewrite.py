@@ -16,7 +16,6 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from make_tiny_voice import make_tiny_vits_voice
 from onnx import TensorProto, helper, numpy_helper
 
 from edged.voice import PiperVoice
@@ -24,6 +23,7 @@ from edged.voice.catalog.hashes import file_sha256
 from edged.voice.piper.prepared import cpu_signature, prepared_folder, read_prepared
 from edged.voice.prepare import rewrite
 from edged.voice.prepare.prepare import Tuning, prepare
+from tests.harness.tiny_voice import make_tiny_vits_voice
 
 _RNG = np.random.default_rng(3)
 LONG = ("The quick brown fox jumps over the lazy dog, and then it runs away into the woods "

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EDGED
+
+from tests.harness.paths import EDGED
 
 _TIMEOUT_S = 60
 

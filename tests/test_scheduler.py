@@ -65,8 +65,20 @@ def test_workers_stay_at_most_depth_chunks_ahead(scheduler: Scheduler) -> None:
     assert int(next(stream).samples[0]) == 0
     with room:  # the worker fills the buffer (3 ahead), then must wait for the consumer
         assert room.wait_for(lambda: len(made) >= 4, timeout=_TIMEOUT_S)
-        # With the buffer full, making one more item would notify `room`.
-        assert not room.wait_for(lambda: len(made) > 1 + 3, timeout=0.3)
+    # The one worker turns to a later, lower-ranked stream only when this one has no room
+    # ahead: once that stream's step runs, the worker has passed the moment it would have
+    # made item 5, and it did not.
+    probed = threading.Event()
+
+    def probe() -> Iterator[Audio]:
+        probed.set()
+        yield _chunk(-1)
+
+    other = scheduler.submit(lambda _lanes: probe(), rank=3, source="b")
+    assert probed.wait(_TIMEOUT_S)
+    with room:
+        assert len(made) == 1 + 3
+    other.close()
     assert [int(c.samples[0]) for c in stream] == list(range(1, 20))
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from make_tiny_voice import SAMPLE_RATE, SAMPLES_PER_ID, make_tiny_voice
 from onnx import TensorProto, helper
 
 from edged.synthesis import Scheduler
 from edged.voice import PiperVoice, VoiceError
+from tests.harness.tiny_voice import SAMPLE_RATE, SAMPLES_PER_ID, make_tiny_voice
 
 
 @pytest.fixture(scope="module")

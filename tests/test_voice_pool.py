@@ -68,7 +68,7 @@ def test_lru_voice_unloaded_when_second_needed(two_voices: Path) -> None:
 
 def test_recently_used_voice_stays(tmp_path: Path, tiny_voice_path: Path) -> None:
     """LRU order: the voice used last is kept; the one used before it goes first."""
-    from make_tiny_voice import make_tiny_voice
+    from tests.harness.tiny_voice import make_tiny_voice
 
     for name in ("a", "b", "c"):
         make_tiny_voice(tmp_path / f"{name}.onnx")

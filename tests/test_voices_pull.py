@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import EDGED
+
+from tests.harness.paths import EDGED
 
 _STYLE = np.linspace(-1, 1, 510 * 256, dtype="<f4").tobytes()
 _PATH = "/kokoro-js/-/kokoro-js-1.2.1.tgz"

@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PreparedVoices
 from wyoming.info import Describe, Info
 from wyoming.tts import (
     Synthesize,
@@ -25,11 +24,13 @@ from wyoming.tts import (
     SynthesizeStop,
     SynthesizeVoice,
 )
-from wyoming_harness import Answer, Served, read_until, serve
 
 from edged.audio import Audio
 from edged.config import parse_config
 from edged.voice import PiperVoice, load_voice
+from tests.harness.streams import wait_streams
+from tests.harness.voices import PreparedVoices
+from tests.harness.wyoming_server import Answer, Served, read_until, serve
 
 _TIMEOUT_S = 20.0
 _STORY = ("The garage door is open. The washing machine has finished. Someone is at the front "
@@ -232,7 +233,7 @@ def test_wyoming_work_ranks_below_a_critical_announcement(tmp_path: Path, tiny: 
         async def ask() -> Answer:
             async with s.client() as client:
                 await client.write_event(Synthesize(text="Hello.").event())
-                await asyncio.to_thread(_wait_for, lambda: scheduler.open_streams()["wyoming"] == 1)
+                await asyncio.to_thread(wait_streams, scheduler, "wyoming", 1)
                 critical = scheduler.submit(lambda _lanes: recording("critical"), rank=0, source="critical")
                 release.set()
                 answer = await read_until(client, "audio-stop")
@@ -248,11 +249,3 @@ def test_wyoming_work_ranks_below_a_critical_announcement(tmp_path: Path, tiny: 
     assert seen == {"critical": 1, "low": 0}
 
 
-def _wait_for(predicate: Callable[[], bool]) -> None:
-    """Poll a state that has no event to wait on (the server submits from its executor)."""
-    done = threading.Event()
-    for _ in range(int(_TIMEOUT_S / 0.01)):
-        if predicate():
-            return
-        done.wait(0.01)
-    raise AssertionError("condition not reached")

@@ -10,15 +10,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PreparedVoices
 from wyoming.error import Error
 from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
-from wyoming_harness import Served, read_until, serve
 
 from edged.config import parse_config
 from edged.voice import PiperVoice, load_voice
+from tests.harness.voices import PreparedVoices
+from tests.harness.wyoming_server import Served, read_until, serve
 
 _TIMEOUT_S = 20.0
 _MAX_CHARS = 300

@@ -13,12 +13,12 @@ import logging
 from pathlib import Path
 
 import pytest
-from wyoming_harness import serve
 from zeroconf import ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncZeroconf
 
 from edged.voice import PiperVoice
 from edged.wyoming.advertise import SERVICE_TYPE, Advertiser, addresses_to_advertise
+from tests.harness.wyoming_server import serve
 
 _TIMEOUT_S = 15.0
 

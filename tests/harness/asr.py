@@ -6,11 +6,12 @@ Shared by tests/test_intelligibility.py and bench/synth.py.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 
-CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
+from .paths import DATA
+
+CORPUS = DATA / "corpus"
 _ASR_RATE = 16000
 
 

@@ -23,13 +23,10 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-# The test passes the venv's site-packages: this interpreter may be the system Python because
-# ProtectHome= hides a venv interpreter that lives under /root or /home.
-site.addsitedir(os.environ["EDGED_TEST_SITE"])
-sys.path.insert(0, os.environ["EDGED_TEST_ROOT"])
-
-from edged.notify import Notifier  # noqa: E402
+if TYPE_CHECKING:
+    from edged.notify import Notifier
 
 
 def report(**fields: object) -> None:
@@ -149,6 +146,12 @@ def stack_mode(notifier: Notifier) -> None:
 
 
 def main() -> None:
+    # The test passes the venv's site-packages: this interpreter may be the system Python because
+    # ProtectHome= hides a venv interpreter that lives under /root or /home.
+    site.addsitedir(os.environ["EDGED_TEST_SITE"])
+    sys.path.insert(0, os.environ["EDGED_TEST_ROOT"])
+    from edged.notify import Notifier
+
     notifier = Notifier()
     notifier.status("starting")
     report(event="start")

@@ -3,23 +3,22 @@ does) in this process, on a real loopback socket, with the test broker and the t
 
 In-process so a test can see the scheduler and the cache behind the server (work freed when a
 client leaves); the port rules and start-up failures are tested on `edged run` itself
-(test_http_run.py). A pytest plugin (conftest.py names it): its fixtures are everywhere.
+(test_http_run.py). Its fixtures (`make_http`, `http`) are in harness.fixtures.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-from conftest import Broker
-from daemon_harness import make_daemon, watcher  # noqa: F401 - fixtures, registered with this plugin
 
 from edged.assembly import App, assemble
 from edged.config import parse_config
+
+from .streams import wait_streams
 
 TIMEOUT_S = 10.0
 
@@ -65,34 +64,7 @@ class HttpDaemon:
     def wait_streams(self, source: str, count: int) -> None:
         """Until `source` has `count` synthesis streams open at the scheduler."""
         assert self.app is not None
-        scheduler = self.app.speech.scheduler
-        # The scheduler's own condition is notified whenever a stream's slot is taken or freed.
-        with scheduler._cond:
-            ok = scheduler._cond.wait_for(lambda: scheduler._open[source] == count, TIMEOUT_S)
-        assert ok, f"{source} has {scheduler.open_streams()[source]} streams open, not {count}"
-
-
-@pytest.fixture
-def make_http(tmp_path: Path, broker: Broker, unique_prefix: str,
-              tiny_voice_path: Path) -> Iterator[Callable[..., HttpDaemon]]:
-    """Factory for started in-process daemons with HTTP; all stopped at the end."""
-    made: list[HttpDaemon] = []
-
-    def make(name: str = "d", **overrides: Any) -> HttpDaemon:
-        daemon = HttpDaemon(tmp_path / name, broker.port, unique_prefix, tiny_voice_path,
-                            **overrides)
-        made.append(daemon)
-        return daemon.start()
-
-    yield make
-    for daemon in made:
-        daemon.stop()
-
-
-@pytest.fixture
-def http(make_http: Callable[..., HttpDaemon]) -> HttpDaemon:
-    """One started daemon with HTTP on loopback, no key, the tiny voice."""
-    return make_http()
+        wait_streams(self.app.speech.scheduler, source, count, TIMEOUT_S)
 
 
 class SseReader:

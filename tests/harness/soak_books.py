@@ -1,4 +1,4 @@
-"""The soak's books closed (tests/soak.py): outcomes per id, what was spoken, memory, files,
+"""The soak's books closed (tests/harness/soak.py): outcomes per id, what was spoken, memory, files,
 threads, and what each kill cost. Not a test module."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from soak import Soak
+    from .soak import Soak
 
 FINAL = ("finished", "failed", "rejected")
 
 
-def close_books(soak: Soak, quiet: dict[str, int]) -> dict[str, Any]:
+def close_books(soak: Soak, quiet: dict[str, float]) -> dict[str, Any]:
     b = soak.books
     outcomes: Counter[str] = Counter()
     problems: list[str] = []
@@ -47,7 +47,7 @@ def close_books(soak: Soak, quiet: dict[str, int]) -> dict[str, Any]:
         "answered_only_by_a_repeat": repeats_only,
         "wyoming": dict(b.wyoming),
         "kills": _kills(soak),
-        "memory": _memory(soak),
+        "memory": memory_window(soak),
         "quiet": quiet,
         "duration_s": round(max((t for t, _, _ in b.arrivals), default=0.0), 1),
     }
@@ -78,7 +78,7 @@ def _kills(soak: Soak) -> list[dict[str, Any]]:
     return out
 
 
-def _memory(soak: Soak) -> dict[str, Any]:
+def memory_window(soak: Soak) -> dict[str, Any]:
     """RSS over the last part of the run (the last daemon process, after its first minute or
     first fifth), open files and threads: early in that part against once the load stopped."""
     samples = [s for s in soak.books.samples if s["pid"] == soak.pids[-1]]

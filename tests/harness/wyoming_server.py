@@ -1,7 +1,7 @@
 """A Wyoming server in this process (the daemon's parts: scheduler, speech, net loop) and a real
 client for it: the `wyoming` library over a real socket, as Home Assistant connects.
 
-Imported by test_wyoming*.py; not a test module itself.
+Used by test_wyoming*.py and test_languages_servers.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from conftest import free_port
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event, async_read_event
 
@@ -24,6 +23,8 @@ from edged.net import NetLoop
 from edged.synthesis import Scheduler, Speech
 from edged.voice import LoadedVoices, PiperVoice
 from edged.wyoming import WyomingServer, list_voices
+
+from .ports import free_port
 
 TIMEOUT_S = 10.0
 

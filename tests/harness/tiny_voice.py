@@ -5,7 +5,7 @@ float32 [3], and `sid` int64 [1] for multi-speaker voices) and returns `output` 
 [1, 1, 1, N * SAMPLES_PER_ID]: every phoneme id becomes exactly SAMPLES_PER_ID samples of
 value id/1000 (+ sid/1000), so a test can predict the audio from the id list.
 
-Run as a script to write tests/data/tiny.onnx(+.json): python tests/make_tiny_voice.py DIR
+Run as a module to write DIR/tiny.onnx(+.json): python -m tests.harness.tiny_voice DIR
 """
 
 from __future__ import annotations

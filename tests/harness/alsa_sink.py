@@ -18,6 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edged.audio import Audio
+
+RATE = 22050
+"""The sink's default rate (the default voice's)."""
 ASOUNDRC = """
 pcm.!default {{
     type plug
@@ -43,7 +47,7 @@ class Sink:
             np.zeros(0, dtype=np.int16))
 
 
-def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rate: int = 22050) -> Sink:
+def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rate: int = RATE) -> Sink:
     """Point ALSA (for this process and its children) at a fresh file sink."""
     xdg, home = tmp_path / "xdg", tmp_path / "home"
     (xdg / "alsa").mkdir(parents=True, exist_ok=True)
@@ -73,3 +77,10 @@ def install_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ALSA_CONFIG_PATH", str(no_device_conf(tmp_path)))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-xdg"))
     monkeypatch.setenv("HOME", str(tmp_path))
+
+
+def tone(freq: float, seconds: float, *, amp: float = 3000, dc: float = 5000,
+         rate: int = RATE) -> Audio:
+    """A tone on a DC offset: never zero, so silence in the sink's file is never part of it."""
+    t = np.arange(int(seconds * rate)) / rate
+    return Audio(np.round(dc + amp * np.sin(2 * np.pi * freq * t)).astype(np.int16), rate)
