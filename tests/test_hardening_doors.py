@@ -17,11 +17,14 @@ from typing import Any
 import httpx
 import paho.mqtt.client as mqtt
 import pytest
-from conftest import Broker, free_port
-from daemon_harness import DaemonProc, Watcher, wait_log
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 _TIMEOUT_S = 20.0
 _FLOOD = 3000
