@@ -27,10 +27,13 @@ from tests.harness.watcher import Watcher
 _TIMEOUT_S = 20.0
 _OTHER_RATE_HZ = 22050
 """The second voice's rate: the tiny voice's is 16000, so Wyoming's audio-start tells them apart."""
-_BIG_MB = 600
+_BUDGET_MB = 2000
+"""limits.memory_mb here: far above what this test process holds (the daemon runs in it), so
+only the big voice is over it."""
+_BIG_MB = 2000
 """The voice that cannot fit: a sparse model file this large is estimated at ~1.7x its size,
-over the default limits.memory_mb (400) whatever else is loaded. It is never loaded: the
-policy refuses it first (loading it would fail: it is not a model)."""
+over the budget whatever else is loaded. It is never loaded: the policy refuses it first
+(loading it would fail: it is not a model)."""
 
 
 def _voice_copy(tiny_voice_path: Path, folder: Path, name: str, *, rate_hz: int | None = None,
@@ -69,7 +72,8 @@ def _daemon(make_http: Callable[..., HttpDaemon], watcher: Watcher, voices_dir: 
             voices: list[str], **overrides: Any) -> tuple[HttpDaemon, int]:
     port = free_port()
     daemon = make_http(voice={"dirs": [str(voices_dir)]}, voices=voices,
-                       wyoming={"enabled": True, "port": port}, **overrides)
+                       wyoming={"enabled": True, "port": port},
+                       limits={"memory_mb": _BUDGET_MB}, **overrides)
     watcher.online()  # subscribed: what the tests publish reaches it
     return daemon, port
 
@@ -115,7 +119,7 @@ def test_a_voice_over_the_memory_budget_is_refused_alike_on_every_intake(
     process-wide memory guard refused anything, and the voice failed when loaded: issue 24.)"""
     _voice_copy(tiny_voice_path, tmp_path / "voices", "big", size_mb=_BIG_MB)
     daemon, port = _daemon(make_http, watcher, tmp_path / "voices", ["big"])
-    reason = "does not fit limits.memory_mb=400"
+    reason = f"does not fit limits.memory_mb={_BUDGET_MB}"
 
     watcher.say({"text": "Too big for me.", "voice": "big", "id": "big-1"})
     rejected = watcher.final("big-1", _TIMEOUT_S)
@@ -153,5 +157,5 @@ def test_a_voice_that_cannot_fit_is_not_selectable(make_http: Callable[..., Http
     watcher.publish("set/voice", "big")
     refused = watcher.wait(lambda m: m.topic == f"{watcher.prefix}/event"
                            and m.json().get("event") == "rejected", _TIMEOUT_S, mark).json()
-    assert "does not fit limits.memory_mb=400" in refused["error"]
+    assert f"does not fit limits.memory_mb={_BUDGET_MB}" in refused["error"]
     assert daemon.app.daemon.settings.voice is None  # type: ignore[union-attr]

@@ -34,7 +34,9 @@ class HttpDaemon:
             "voice": {"name": str(voice_path)},
             "mqtt": {"host": "127.0.0.1", "port": broker_port, "topic_prefix": prefix,
                      "state_dir": "state", "reconnect_min_s": 0.1, "reconnect_max_s": 0.5},
-            "limits": {"stop_timeout_s": 5},
+            # The memory guard reads this process's RSS, which holds every test's doings too:
+            # a budget the daemon alone would never reach (tests of the guard set their own).
+            "limits": {"stop_timeout_s": 5, "memory_mb": 4000},
             "cache": {"dir": "cache"},
             "http": {"port": 0},
         }
