@@ -20,6 +20,7 @@ from edged.audio import Audio, to_wav_bytes
 from edged.config import Config, ConfigError, load_config
 from edged.voice.catalog import hashes
 from edged.voice.catalog.known import CatalogError, load_catalog
+from tests.harness.internals import forget_process_hashes
 from tests.harness.paths import EDGED
 
 _VOICE = "en_US-joe-medium"
@@ -184,7 +185,7 @@ def test_remembered_hash_is_used(tmp_path: Path, voice_copy: Path) -> None:
     remembered = json.loads(store.read_text())
     remembered[str(voice_copy.resolve())]["sha256"] = "0" * 64
     store.write_text(json.dumps(remembered))
-    hashes.clear_process_memo()  # what a restart forgets; the memo file is what remains
+    forget_process_hashes()  # what a restart forgets; the memo file is what remains
     problems = checks.run_checks(cfg)
     assert len(problems) == 1 and f"sha256 {'0' * 64} does not match" in problems[0]
     # The bad entry was dropped: the next check hashes the file again and passes.

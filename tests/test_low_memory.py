@@ -23,6 +23,7 @@ from edged.voice import PiperVoice, load_voice
 from edged.voice.piper.sleep import SleepingModel
 from tests.harness.broker import Broker
 from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.internals import wait_asleep, wakes
 from tests.harness.paths import EDGED, ROOT
 from tests.harness.tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice
 from tests.harness.tiny_voice import prepare_voice as _prepare
@@ -153,46 +154,51 @@ def _sleeping(tmp_path: Path, idle_s: float) -> tuple[PiperVoice, SleepingModel]
 
 
 def test_a_sleeping_voice_starts_asleep_and_wakes_for_a_stream(tmp_path: Path) -> None:
-    sleeping, model = _sleeping(tmp_path, 3600)
-    awake = PiperVoice.load(sleeping.onnx_path, prepared=_prepare(sleeping.onnx_path, tmp_path / "cache"))
-    assert model.input_names == {"input", "input_lengths", "scales"}  # from the manifest
-    assert not model.awake and model.wakes == 0
-    assert sleeping.pieces(LONG)  # phonemes and settings need no session
-    assert np.array_equal(sleeping.synthesize(LONG).samples, awake.synthesize(LONG).samples)
-    assert model.awake and model.wakes == 1
-    sleeping.synthesize(LONG)
-    assert model.wakes == 1  # still awake: no second open
+    with wakes() as woke:
+        sleeping, model = _sleeping(tmp_path, 3600)
+        awake = PiperVoice.load(sleeping.onnx_path,
+                                prepared=_prepare(sleeping.onnx_path, tmp_path / "cache"))
+        assert model.input_names == {"input", "input_lengths", "scales"}  # from the manifest
+        assert not model.awake and woke.count == 0
+        assert sleeping.pieces(LONG)  # phonemes and settings need no session
+        assert np.array_equal(sleeping.synthesize(LONG).samples, awake.synthesize(LONG).samples)
+        assert model.awake and woke.count == 1
+        sleeping.synthesize(LONG)
+        assert woke.count == 1  # still awake: no second open
 
 
 def test_it_falls_asleep_when_idle_and_wakes_again(tmp_path: Path) -> None:
-    voice, model = _sleeping(tmp_path, 0.05)
-    first = voice.synthesize(LONG).samples
-    assert model.wait_asleep(10) and not model.awake
-    assert np.array_equal(voice.synthesize(LONG).samples, first)
-    assert model.wakes == 2 and model.wait_asleep(10)
+    with wakes() as woke:
+        voice, model = _sleeping(tmp_path, 0.05)
+        first = voice.synthesize(LONG).samples
+        assert wait_asleep(model) and not model.awake
+        assert np.array_equal(voice.synthesize(LONG).samples, first)
+        assert woke.count == 2 and wait_asleep(model)
 
 
 def test_it_never_sleeps_under_a_stream(tmp_path: Path) -> None:
     """A stream paused between two steps for longer than idle_s keeps the sessions: the timer
     runs only when no stream holds them, and sleep() refuses while one does."""
-    voice, model = _sleeping(tmp_path, 0.01)
-    stream = voice.stream(f"{LONG} {LONG}")
-    next(stream)
-    assert model.awake and not model.sleep()
-    rest = list(stream)
-    assert rest and model.wakes == 1
+    with wakes() as woke:
+        voice, model = _sleeping(tmp_path, 0.01)
+        stream = voice.stream(f"{LONG} {LONG}")
+        next(stream)
+        assert model.awake and not model.sleep()
+        rest = list(stream)
+        assert rest and woke.count == 1
     assert model.sleep() and not model.awake
 
 
 def test_two_streams_at_once_share_one_wake(tmp_path: Path) -> None:
-    voice, model = _sleeping(tmp_path, 3600)
-    a, b = voice.stream(LONG), voice.stream(LONG)
-    next(a)
-    next(b)
-    a.close()  # one stream ends: the other still holds the sessions
-    assert not model.sleep() and model.awake
-    list(b)
-    assert model.sleep() and model.wakes == 1
+    with wakes() as woke:
+        voice, model = _sleeping(tmp_path, 3600)
+        a, b = voice.stream(LONG), voice.stream(LONG)
+        next(a)
+        next(b)
+        a.close()  # one stream ends: the other still holds the sessions
+        assert not model.sleep() and model.awake
+        list(b)
+        assert model.sleep() and woke.count == 1
 
 
 def test_load_voice_with_the_profile_sleeps(tmp_path: Path) -> None:
@@ -207,7 +213,7 @@ def test_load_voice_with_the_profile_sleeps(tmp_path: Path) -> None:
     assert isinstance(voice, PiperVoice)
     model = voice._model
     assert isinstance(model, SleepingModel) and model.awake
-    assert model.wait_asleep(10)
+    assert wait_asleep(model)
     assert voice.synthesize(LONG).samples.size > 0 and model.awake
 
 

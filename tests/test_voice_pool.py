@@ -12,6 +12,7 @@ import pytest
 
 from edged.config import parse_config
 from edged.voice import LoadedVoices
+from tests.harness.internals import unloads
 
 
 @pytest.fixture
@@ -34,7 +35,9 @@ from pathlib import Path
 from edged.config import parse_config
 from edged.memory import rss_mb
 from edged.voice import LoadedVoices
+from tests.harness.internals import unloads
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+unloaded = unloads().__enter__()
 folder = Path(sys.argv[1])
 config = parse_config({"voice": {"name": "first", "dirs": [str(folder)]}}, folder)
 pool = LoadedVoices(config, budget_mb=0)
@@ -43,7 +46,8 @@ pool._budget_mb = rss_mb() + one_voice * 1.5   # fits one voice, not two
 pool.get("first")
 with_first = rss_mb()
 second = pool.get("second")
-print(json.dumps({"loaded": pool.loaded, "unloaded": pool.unloaded, "one_voice": one_voice,
+print(json.dumps({"loaded": pool.loaded, "unloaded": [m[1] for m in unloaded.matches],
+                  "one_voice": one_voice,
                   "with_first": with_first, "after": rss_mb(),
                   "speaks": second.synthesize("Still speaking.").duration_s}))
 """
@@ -77,5 +81,6 @@ def test_recently_used_voice_stays(tmp_path: Path, tiny_voice_path: Path) -> Non
     pool.get("a"), pool.get("b"), pool.get("a")
     assert pool.loaded == ["b", "a"]
     pool._budget_mb = 0.0  # nothing fits: every other voice is unloaded, oldest first
-    pool.get("c")
-    assert pool.unloaded == ["b", "a"] and pool.loaded == ["c"]
+    with unloads() as unloaded:
+        pool.get("c")
+    assert [m[1] for m in unloaded.matches] == ["b", "a"] and pool.loaded == ["c"]

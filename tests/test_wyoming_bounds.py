@@ -17,6 +17,7 @@ from wyoming.tts import Synthesize
 
 from edged.config import parse_config
 from edged.voice import PiperVoice, load_voice
+from tests.harness.internals import wait_connections
 from tests.harness.voices import PreparedVoices
 from tests.harness.wyoming_server import Served, read_until, serve
 
@@ -92,7 +93,7 @@ def test_a_bad_event_gets_an_error_and_never_stops_the_server(served: Served, wh
         assert after is not None and after.type == "info"
     else:
         assert after is None, f"{what}: the connection should be closed, got {after}"
-    assert served.server.wait_connections(0, _TIMEOUT_S)
+    assert wait_connections(served.server, 0, _TIMEOUT_S)
     assert served.speech.scheduler.open_streams()["wyoming"] == 0
 
     async def still_serving() -> list[str]:
@@ -137,7 +138,7 @@ def test_a_client_that_leaves_mid_stream_frees_its_synthesis(
                 await read_until(client, "audio-chunk")
 
         s.run(hang_up(), _TIMEOUT_S)
-        assert s.server.wait_connections(0, _TIMEOUT_S)
+        assert wait_connections(s.server, 0, _TIMEOUT_S)
         assert s.speech.scheduler.open_streams()["wyoming"] == 0
         assert s.speech.cache.get(key) is None
     finally:
@@ -162,7 +163,7 @@ def test_connections_beyond_the_limit_get_busy_and_are_closed(tmp_path: Path,
         refused, end = await third.read_event(), await third.read_event()
         await third.disconnect()
         await first.disconnect()
-        await asyncio.to_thread(s.server.wait_connections, 1, _TIMEOUT_S)
+        await asyncio.to_thread(wait_connections, s.server, 1, _TIMEOUT_S)
         async with s.client() as fourth:
             await fourth.write_event(Describe().event())
             answer = await fourth.read_event()
@@ -188,6 +189,6 @@ def test_an_idle_client_is_closed(tmp_path: Path, tiny_voice_path: Path) -> None
 
     try:
         assert s.run(idle(), _TIMEOUT_S) is None
-        assert s.server.wait_connections(0, _TIMEOUT_S)
+        assert wait_connections(s.server, 0, _TIMEOUT_S)
     finally:
         s.stop()

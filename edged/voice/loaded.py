@@ -73,8 +73,6 @@ class LoadedVoices:
         self._voices: OrderedDict[str, VoiceBackend] = OrderedDict()
         self._cost_mb: dict[str, float] = {}
         self._lock = threading.Lock()
-        self.unloaded: list[str] = []
-        """Names unloaded to stay within the budget, oldest first (for state and tests)."""
 
     @property
     def default_names(self) -> frozenset[str]:
@@ -192,7 +190,6 @@ class LoadedVoices:
             victim, _voice = self._voices.popitem(last=False)
             del _voice
             release_freed_memory()
-            self.unloaded.append(victim)
             _LOGGER.warning(
                 "Unloaded voice %s (least recently used) to load %s within limits.memory_mb=%.0f;"
                 " process now %.0f MB", victim, name, self._budget_mb, rss_mb())

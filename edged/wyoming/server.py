@@ -94,12 +94,6 @@ class WyomingServer:
         if self._advertiser is not None:
             await self._advertiser.stop()
 
-    def wait_connections(self, count: int, timeout_s: float) -> bool:
-        """Wait (from any thread but the loop's) until exactly `count` connections are open, each
-        one gone having closed its speech stream; False on timeout."""
-        with self._count:
-            return self._count.wait_for(lambda: self._active == count, timeout_s)
-
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with self._count:
             full = self._active >= self._config.max_connections

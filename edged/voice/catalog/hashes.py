@@ -65,12 +65,6 @@ def forget(path: Path, memo_file: Path | None = None) -> None:
         _save(memo_file, remembered)
 
 
-def clear_process_memo() -> None:
-    """Forget what this process remembers (as a restart would); the memo file stays."""
-    with _lock:
-        _memory.clear()
-
-
 def _load(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}

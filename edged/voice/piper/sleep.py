@@ -35,20 +35,14 @@ class SleepingModel:
         self._streams = 0
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
+        """Notified when the sessions are dropped (for whoever waits for that: the tests)."""
         self._timer: threading.Timer | None = None
-        self.wakes = 0
-        """How often the sessions were opened (tests count on it)."""
         if model is not None:
             self._sleep_later()
 
     @property
     def awake(self) -> bool:
         return self._model is not None
-
-    def wait_asleep(self, timeout: float) -> bool:
-        """Until the sessions are dropped (True) or `timeout` seconds passed (False)."""
-        with self._changed:
-            return self._changed.wait_for(lambda: self._model is None, timeout)
 
     def stream(self, pieces: Sequence[dict[str, np.ndarray]], *, first_window: int = 0,
                lanes: Lanes | None = None) -> Iterator[Decoded]:
@@ -85,7 +79,6 @@ class SleepingModel:
             if self._model is None:
                 start = time.monotonic()
                 self._model = self._wake()
-                self.wakes += 1
                 _LOGGER.info("Voice %s awake: sessions opened in %.0f ms", self._name,
                              1000 * (time.monotonic() - start))
             self._streams += 1
