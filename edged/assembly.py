@@ -176,7 +176,7 @@ def _daemon(config: Config, speech: Speech, policy: RequestPolicy, settings: Dev
     link = MqttLink(config, receive_maximum=config.limits.queue + (
         0 if config.role == "synth" else 2))
     outputs = {"publish"} | ({"play"} if player is not None else set())
-    rules = Rules(max_chars=config.limits.max_chars, voices=speech.voices.names, outputs=outputs,
+    rules = Rules(max_chars=config.limits.max_chars, voices=speech.planner.names, outputs=outputs,
                   max_request_bytes=config.limits.request_bytes, reply_prefix=config.reply_prefix)
     schedule = Schedule(config.schedule)
     recent, heartbeat = Recent(), Heartbeat()

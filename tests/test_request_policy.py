@@ -159,3 +159,19 @@ def test_a_voice_that_cannot_fit_is_not_selectable(make_http: Callable[..., Http
                            and m.json().get("event") == "rejected", _TIMEOUT_S, mark).json()
     assert f"does not fit limits.memory_mb={_BUDGET_MB}" in refused["error"]
     assert daemon.app.daemon.settings.voice is None  # type: ignore[union-attr]
+
+
+def test_every_voice_edged_speaks_with_is_one_http_can_ask_for(
+        make_http: Callable[..., HttpDaemon], watcher: Watcher) -> None:
+    """A voice of a language's chain (espeak-ng's Cantonese, which the languages section routes
+    yue to with nothing configured) may be named on HTTP and MQTT alike: /api/tts speaks with
+    it. Before, HTTP refused it as unknown (issue 28)."""
+    daemon = make_http()
+    watcher.online()
+    with daemon.client() as client:
+        tts = client.post("/api/tts", json={"text": "你好，門鐘響咗。", "voice": "espeak:yue"})
+    assert tts.status_code == 200, tts.text
+    assert tts.headers["X-Edged-Voice"] == "espeak:yue"
+    watcher.say({"text": "門鐘響咗。", "voice": "espeak:yue", "id": "yue-1"})
+    done = watcher.final("yue-1", _TIMEOUT_S)
+    assert done["event"] == "finished" and done["voice"] == "espeak:yue", done

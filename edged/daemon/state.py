@@ -50,7 +50,7 @@ class State:
     voice: str
     """The configured voice."""
     voices: tuple[str, ...]
-    """Every voice a request may name."""
+    """The configured voices (the ones Home Assistant's select offers and beyond)."""
     output: str
     cache: Mapping[str, Any]
     """The phrase cache's figures (PhraseCache.stats), or {"error": ...}."""

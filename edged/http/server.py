@@ -57,7 +57,7 @@ class HttpServer:
                  sock: socket.socket) -> None:
         self._config = config.http
         # The MQTT rules for what a speech request may ask (its text, voice, speaker, ...).
-        rules = Rules(max_chars=config.limits.max_chars, voices=speech.voices.names)
+        rules = Rules(max_chars=config.limits.max_chars, voices=speech.planner.names)
         self._sock = sock
         self.url = url_of(sock)
         self._key = _read_key(config.http.api_key_file)

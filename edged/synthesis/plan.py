@@ -102,6 +102,12 @@ class Planner:
         self._key = key
         self.router = Router(config, voices)
 
+    @property
+    def names(self) -> frozenset[str]:
+        """Every voice a request may name: the configured ones and every language's chain (a
+        voice edged speaks a language with is one any intake may ask for)."""
+        return self.voices.names | self.router.voices()
+
     def utterance(self, text: str, voice: str | None = None, *, speaker: str | int | None = None,
                   speed: float | None = None, language: str | None = None) -> Utterance:
         """Cut `text` into language parts and resolve their voices (loading them if needed:

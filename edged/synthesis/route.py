@@ -55,6 +55,10 @@ class Router:
         names = [configured, NEURAL.get(language), ESPEAK.get(language, ESPEAK["en"])]
         return list(dict.fromkeys(n for n in names if n))
 
+    def voices(self) -> set[str]:
+        """Every voice some language's chain may speak with (espeak-ng's for each)."""
+        return {name for language in LANGUAGES for name in self.chain(language)}
+
     def route(self, text: str, *, voice: str | None = None,
               language: str | None = None) -> list[Routed]:
         """Segments of `text` with their voices (loaded); LanguageError, VoiceError."""
