@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
-from ..voice import VoiceError
 from .priorities import CRITICAL
 from .requests import SpeechRequest
 
@@ -86,7 +85,4 @@ class RequestPolicy:
     def settable(self, voice: str) -> str | None:
         """Why `voice` cannot be the device's selected voice (None: it can): one that can never
         fit the memory budget would refuse every announcement."""
-        try:
-            return self._voices.fits(voice)
-        except VoiceError as err:
-            return str(err)
+        return self._voices.fits(voice)
