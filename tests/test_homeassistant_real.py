@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, free_port
 from daemon_harness import DaemonProc, Watcher
-from ha_install import HARNESS, Install, open_install, versions
+from ha_install import HARNESS, Install, open_install, streams, versions
 
 pytestmark = [pytest.mark.long, pytest.mark.ha]
 
@@ -241,6 +241,26 @@ def test_home_assistant_speaks_through_edged_over_wyoming(
     sys.stdout.write(result.stdout[-4000:])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert ", 0 failed" in result.stdout
+
+
+def test_an_assist_pipeline_streams_its_answer_to_edged(
+        ha: HomeAssistant, edged: tuple[DaemonProc, Watcher]) -> None:
+    """An Assist pipeline whose TTS engine is edged's Wyoming entity, run over HA's websocket
+    from text through the TTS stage: HA streams the agent's answer to edged (synthesize-start,
+    -chunk, -stop, seen by the harness's proxy), edged answers with audio and
+    synthesize-stopped, and HA serves the audio (mp3 through ffmpeg, as a real installation)."""
+    if not streams(ha.version):
+        pytest.skip(f"HA {ha.version} has no streaming TTS for Wyoming (it came in 2025.7); "
+                    "the other versions of HA_VERSIONS run this")
+    daemon, _watcher = edged
+    result = ha.install.run(
+        str(HARNESS / "check_assist.py"), "--host", "127.0.0.1", "--port",
+        str(daemon.config["wyoming"]["port"]), "--voice", "en_US-joe-medium")
+    sys.stdout.write(result.stdout[-4000:])
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    report = json.loads((ha.install.dir / "assist.json").read_text())
+    assert report["sent"][0] == "synthesize-start" and report["pcm_bytes"] > 0, report
+    assert "Wyoming: first audio after" in daemon.log_text()
 
 
 def test_edged_ha_remove_takes_the_device_out_of_home_assistant(
