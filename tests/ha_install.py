@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
 
+ROOT = Path(__file__).resolve().parent.parent
 HARNESS = Path(os.environ.get("HA_HARNESS", ROOT / "tests" / "data" / "homeassistant"))
 DEFAULT_VERSIONS = ("2025.4.4", "2026.11")
 SID_VERSION = "2026.11"
@@ -69,8 +69,8 @@ class Install:
     def state(self) -> dict[str, Any]:
         return json.loads((self.dir / "state.json").read_text())
 
-    def start(self) -> dict[str, Any]:
-        started = self.harness("start")
+    def start(self, *options: str) -> dict[str, Any]:
+        started = self.harness("start", *options)
         assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
         return self.state()
 
