@@ -13,7 +13,8 @@ downloading nothing), exactly as bench/wyoming.py starts them. HA streams text t
 (synthesize-start/-chunk/-stop): each request is HA's `POST /api/tts_get_url` (wav, so no ffmpeg
 conversion is timed) and the `GET` of the audio HA streams, timed from the POST to the first audio
 byte HA serves past the WAV header (first) and to the last byte (total). Every corpus line gets a
-suffix no other request has (no cache answers), the two entities take turns, the order flipping
+number in front that no other request has (no cache answers: edged caches each sentence of a
+streamed text, so it must be in the first one), the two entities take turns, the order flipping
 from line to line, ROUNDS rounds; one request each beforehand is not counted.
 """
 

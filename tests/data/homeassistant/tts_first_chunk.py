@@ -5,7 +5,7 @@ Run with HA's Python while the harness runs; prints JSON on stdout:
 
   tts_first_chunk.py --lines FILE --entity tts.a --entity tts.b [--voice NAME] [--rounds 2]
 
-For each line of FILE (each round with its own suffix, so that no cache can answer), the entities
+For each line of FILE (each time with its own number in front, so that no cache can answer), the entities
 take turns (the order flips from line to line): `POST /api/tts_get_url` with preferred_format wav
 (HA converts nothing: no ffmpeg in the timing) then `GET` of the audio HA streams. first_s: from
 the POST to the first audio byte HA serves past the WAV header; total_s: to the last byte;
@@ -64,7 +64,9 @@ def main() -> int:
     got: dict[str, list[dict]] = {entity: [] for entity in args.entity}
     for rnd in range(args.rounds):
         for n, line in enumerate(lines):
-            text = f"{line} Note {rnd * len(lines) + n + 1}."
+            # The number leads: edged caches each sentence of a streamed text, so a suffix of
+            # its own would leave the first sentence one that round 1 already spoke.
+            text = f"Note {rnd * len(lines) + n + 1}: {line}"
             order = args.entity if n % 2 == 0 else list(reversed(args.entity))
             for entity in order:
                 got[entity].append(measure(ha, entity, text, args.voice, args.timeout))
