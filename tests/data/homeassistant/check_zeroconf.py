@@ -27,7 +27,7 @@ from hassclient import HA, HARNESS_DIR  # noqa: E402
 
 def _discovered(ha: HA) -> dict | None:
     """The Wyoming flow that zeroconf started, once it waits at its confirm step."""
-    for flow in ha.get("/api/config/config_entries/flow"):
+    for flow in ha.ws({"type": "config_entries/flow/progress"})[0].get("result") or []:
         if flow.get("handler") == "wyoming" and flow.get("context", {}).get("source") == "zeroconf" \
                 and flow.get("step_id") == "zeroconf_confirm":
             return flow
