@@ -70,7 +70,7 @@ test-arm64: install .deps-arm64
 # A real Home Assistant (tests/data/homeassistant: HA core + mosquitto on loopback): discovery,
 # entities acting on edged, HA's Wyoming client, an Assist pipeline streaming to edged, zeroconf.
 # Once per version of HA_VERSIONS: 2025.4.4 in a venv on this host (/tmp/ha, ~4 minutes once),
-# 2026.11 in a Debian sid root built once into ~/.cache/edged/ha-sid (~10 minutes; it needs
+# 2026.11 in a Debian sid root built once into ~/.cache/edged/ha-sid (2-5 minutes; it needs
 # Python 3.14). Ends with the versions that passed and failed (docs/homeassistant.md).
 HA_HARNESS ?= tests/data/homeassistant
 HA_VERSIONS ?= 2025.4.4 2026.11

@@ -121,7 +121,7 @@ def _sid_install(version: str, netns: str | None) -> Install:
     if not (root / _SID_VENV.lstrip("/") / "bin" / "hass").exists():
         pytest.skip(f"the sid root for Home Assistant {version} is not built ({root}): "
                     "`make test-ha` builds it (tests/data/homeassistant/sid/root.sh root, about "
-                    "10 minutes, once)")
+                    "2-5 minutes here, once)")
     if os.geteuid() != 0:
         pytest.skip(f"Home Assistant {version} runs in a chroot: run as root")
     folder = Path(os.environ.get("HA_SID_HARNESS_DIR", f"/tmp/ha-{version}"))

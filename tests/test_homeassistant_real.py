@@ -139,6 +139,10 @@ def test_home_assistant_shows_the_device_and_its_entities(
     for entity_id in entities.values():
         _available(ha, entity_id)
     states = ha.states()
+    for entity_id in sorted(entities.values()):  # what this HA shows (make test-ha's -rA)
+        attributes = states[entity_id]["attributes"]
+        print(f"HA {ha.version}: {entity_id} = {states[entity_id]['state']!r} "
+              f"({attributes.get('friendly_name')!r})")
     assert states["sensor.kitchen_speaker_state"]["state"] == "idle"
     assert states["binary_sensor.kitchen_speaker_quiet_hours"]["state"] == "off"
     assert states["sensor.kitchen_speaker_time_of_day_volume"]["state"] == "100"

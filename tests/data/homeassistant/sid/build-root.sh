@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The recipe of the Debian sid root that runs Home Assistant 2026.11 for `make test-ha`
 # (HA 2026.11 needs Python >= 3.14.2: bookworm has none, and sid's python3.14 needs sid's glibc,
-# so HA runs in a sid root by chroot). sid-root.sh names the cached root after this file's sha256:
-# a changed line here is a new root. About 10 minutes here (debootstrap ~5, HA's wheels ~5).
+# so HA runs in a sid root by chroot). root.sh names the cached root after this file's sha256:
+# a changed line here is a new root. About 2 minutes here (packages and wheels from the network),
+# 1.7 GB.
 #
 #   tests/data/homeassistant/sid/build-root.sh OUTDIR      # as root; OUTDIR must not exist
 #

@@ -6,7 +6,7 @@
 #   tests/data/homeassistant/sid/root.sh root    # build it once if it is not cached (as root)
 #
 # The folder is named after the sha256 of build-root.sh: a changed recipe is a new root, and the
-# old one is left for `rm -rf` (about 1.3 GB with HA's venv). EDGED_HA_SID_CACHE moves the cache
+# old one is left for `rm -rf` (1.7 GB). EDGED_HA_SID_CACHE moves the cache
 # folder; it is not under $XDG_CACHE_HOME because the test session points that at a throwaway one.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +25,7 @@ case ${1:-} in
     out=$(root_path)
     if [ ! -x "$out/opt/ha/venv/bin/hass" ]; then
       mkdir -p "$cache"
-      echo "root.sh: building the sid root for HA 2026.11 in $out (about 10 minutes, once)" >&2
+      echo "root.sh: building the sid root for HA 2026.11 in $out (2-5 minutes here, once)" >&2
       start=$(date +%s)
       "$recipe" "$out"
       echo "root.sh: built in $(($(date +%s) - start)) s" >&2
