@@ -88,6 +88,11 @@ def _host_install(version: str, netns: str | None) -> Install:
     if not (venv / "bin" / "hass").exists():
         pytest.skip(f"Home Assistant {version} is not installed in {venv}: `make test-ha` "
                     "installs it (about 4 minutes, once)")
+    found = sorted(p.name.removesuffix(".dist-info").split("-", 1)[1]
+                   for p in venv.glob("lib/python*/site-packages/homeassistant-*.dist-info"))
+    if not any(v == version or v.startswith(f"{version}.") for v in found):
+        pytest.fail(f"{venv} holds Home Assistant {', '.join(found) or 'nothing'}, not {version}: "
+                    f"HA_VENV=... HA_VERSION={version} tests/data/homeassistant/install.sh")
     env = {**os.environ, "HA_HARNESS_DIR": str(folder), "HA_VENV": str(venv)}
     return Install(version, folder, [*_prefix(netns), str(venv / "bin" / "python")], env, netns)
 
