@@ -80,11 +80,13 @@ def _hwm_mb(pid: int) -> float:
     return float("nan")
 
 
-def _start_edged(root: Path, broker_port: int, voice: Path) -> tuple[subprocess.Popen, int]:
+def _start_edged(root: Path, broker_port: int, voice: Path, *, voice_options: dict | None = None,
+                 python_args: tuple[str, ...] = ("-m", "edged")) -> tuple[subprocess.Popen, int]:
+    """`edged run` on a free port (bench/wyoming_stream.py: other voice options, another entry)."""
     port = free_port()
     config = {
         "device_id": "bench", "output": "publish", "log_level": "info",
-        "voice": {"name": str(voice)},
+        "voice": {"name": str(voice), **(voice_options or {})},
         "mqtt": {"host": "127.0.0.1", "port": broker_port, "state_dir": "state",
                  "topic_prefix": f"bench/{uuid.uuid4().hex[:8]}"},
         "limits": {"max_chars": 2000},
@@ -97,7 +99,7 @@ def _start_edged(root: Path, broker_port: int, voice: Path) -> tuple[subprocess.
     subprocess.run([_PY, "-m", "edged", "cache", "warm", "--config", str(path)], cwd=REPO_DIR,
                    check=True, capture_output=True)  # prepares the voice, as Ansible does
     log = (root / "edged.log").open("ab")
-    proc = subprocess.Popen([_PY, "-m", "edged", "run", "--config", str(path)], cwd=REPO_DIR,
+    proc = subprocess.Popen([_PY, *python_args, "run", "--config", str(path)], cwd=REPO_DIR,
                             stdout=log, stderr=subprocess.STDOUT)
     wait_port(port, 60)
     return proc, port

@@ -1,15 +1,15 @@
 """Against a real Home Assistant (`make test-ha`): the harness of tests/data/homeassistant runs HA
-core 2025.4.4 and its mosquitto on loopback; `edged run` joins that broker with the real default
-voice. HA discovers the device, its entities act on the daemon, and HA's own Wyoming client
-speaks through edged (the harness's check_wyoming_tts.py, 40-odd checks).
+core and its mosquitto on loopback, for each of HA_VERSIONS (2025.4.4 on this host, 2026.11 in a
+Debian sid root: tests/harness/ha_install.py); `edged run` joins that broker with the real default voice. HA
+discovers the device, its entities act on the daemon, and HA's own Wyoming client speaks through
+edged (the harness's check_wyoming_tts.py, 40-odd checks).
 
-Marked long and ha: about a minute, plus HA's one-time install (~4 min) that `make test-ha` runs.
+Marked long and ha: about a minute per version, plus the one-time installs `make test-ha` runs.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -23,15 +23,13 @@ from typing import Any
 import pytest
 
 from tests.harness.daemon import DaemonProc
+from tests.harness.ha_install import HARNESS, Install, open_install, streams, versions
 from tests.harness.paths import ROOT
 from tests.harness.ports import free_port
 from tests.harness.watcher import Watcher
 
 pytestmark = [pytest.mark.long, pytest.mark.ha]
 
-HARNESS = Path(os.environ.get("HA_HARNESS", ROOT / "tests" / "data" / "homeassistant"))
-HA_DIR = Path(os.environ.get("HA_HARNESS_DIR", "/tmp/ha"))
-HA_PY = Path(os.environ.get("HA_VENV", HA_DIR / "venv")) / "bin" / "python"
 _TIMEOUT_S = 60.0
 _NODE = "kitchen"
 
@@ -39,7 +37,9 @@ _NODE = "kitchen"
 class HomeAssistant:
     """HA's REST API from here; its websocket through the harness's client in HA's own venv."""
 
-    def __init__(self, state: dict[str, Any]) -> None:
+    def __init__(self, install: Install, state: dict[str, Any]) -> None:
+        self.install = install
+        self.version = install.version
         self.state = state
         self.url = state["ha_url"]
         self.token = Path(state["token_file"]).read_text().strip()
@@ -62,9 +62,7 @@ class HomeAssistant:
         """unique_id -> entity_id of this device's entities, from the entity registry."""
         code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from hassclient import HA; "
                 "print(json.dumps(HA.from_state().entity_registry()))")
-        out = subprocess.run([str(HA_PY), "-c", code, str(HARNESS)], capture_output=True,
-                             text=True, timeout=60, check=True,
-                             env={**os.environ, "HA_HARNESS_DIR": str(HA_DIR)}).stdout
+        out = self.install.run("-c", code, str(HARNESS), timeout=60, check=True).stdout
         return {e["unique_id"]: e["entity_id"] for e in json.loads(out)
                 if str(e.get("unique_id", "")).startswith(f"{_NODE}_")}
 
@@ -84,19 +82,14 @@ class HomeAssistant:
                 and ("components.mqtt" in line or _NODE in line)]
 
 
-@pytest.fixture(scope="module")
-def ha() -> Iterator[HomeAssistant]:
-    if not HA_PY.exists():
-        pytest.skip(f"Home Assistant is not installed in {HA_PY.parent.parent}: `make test-ha` "
-                    "installs it (about 4 minutes, once)")
-    env = {**os.environ, "HA_HARNESS_DIR": str(HA_DIR)}
-    started = subprocess.run([str(HARNESS / "start.sh")], env=env, capture_output=True,
-                             text=True, timeout=300)
-    assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
-    try:
-        yield HomeAssistant(json.loads((HA_DIR / "state.json").read_text()))
-    finally:
-        subprocess.run([str(HARNESS / "stop.sh")], env=env, capture_output=True, timeout=60)
+@pytest.fixture(scope="module", params=versions())
+def ha(request: pytest.FixtureRequest) -> Iterator[HomeAssistant]:
+    """HA of each of HA_VERSIONS in turn, started with a fresh config, stopped after."""
+    with open_install(request.param) as install:
+        try:
+            yield HomeAssistant(install, install.start())
+        finally:
+            install.stop()  # also after a failed start: what it started is recorded
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +142,10 @@ def test_home_assistant_shows_the_device_and_its_entities(
     for entity_id in entities.values():
         _available(ha, entity_id)
     states = ha.states()
+    for entity_id in sorted(entities.values()):  # what this HA shows (make test-ha's -rA)
+        attributes = states[entity_id]["attributes"]
+        print(f"HA {ha.version}: {entity_id} = {states[entity_id]['state']!r} "
+              f"({attributes.get('friendly_name')!r})")
     assert states["sensor.kitchen_speaker_state"]["state"] == "idle"
     assert states["binary_sensor.kitchen_speaker_quiet_hours"]["state"] == "off"
     assert states["sensor.kitchen_speaker_time_of_day_volume"]["state"] == "100"
@@ -245,14 +242,32 @@ def test_home_assistant_speaks_through_edged_over_wyoming(
     the audio HA serves is edged's, byte for byte (the harness's check_wyoming_tts.py)."""
     daemon, _watcher = edged
     port = daemon.config["wyoming"]["port"]
-    result = subprocess.run(
-        [str(HA_PY), str(HARNESS / "check_wyoming_tts.py"), "--host", "127.0.0.1", "--port",
-         str(port), "--voice", "en_US-joe-medium", "--language", "en_US"],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "HA_HARNESS_DIR": str(HA_DIR)})
+    result = ha.install.run(
+        str(HARNESS / "check_wyoming_tts.py"), "--host", "127.0.0.1", "--port", str(port),
+        "--voice", "en_US-joe-medium", "--language", "en_US")
     sys.stdout.write(result.stdout[-4000:])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert ", 0 failed" in result.stdout
+
+
+def test_an_assist_pipeline_streams_its_answer_to_edged(
+        ha: HomeAssistant, edged: tuple[DaemonProc, Watcher]) -> None:
+    """An Assist pipeline whose TTS engine is edged's Wyoming entity, run over HA's websocket
+    from text through the TTS stage: HA streams the agent's answer to edged (synthesize-start,
+    -chunk, -stop, seen by the harness's proxy), edged answers with audio and
+    synthesize-stopped, and HA serves the audio (mp3 through ffmpeg, as a real installation)."""
+    if not streams(ha.version):
+        pytest.skip(f"HA {ha.version} has no streaming TTS for Wyoming (it came in 2025.7); "
+                    "the other versions of HA_VERSIONS run this")
+    daemon, _watcher = edged
+    result = ha.install.run(
+        str(HARNESS / "check_assist.py"), "--host", "127.0.0.1", "--port",
+        str(daemon.config["wyoming"]["port"]), "--voice", "en_US-joe-medium")
+    sys.stdout.write(result.stdout[-4000:])
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    report = json.loads((ha.install.dir / "assist.json").read_text())
+    assert report["sent"][0] == "synthesize-start" and report["pcm_bytes"] > 0, report
+    assert "Wyoming: first audio after" in daemon.log_text()
 
 
 def test_edged_ha_remove_takes_the_device_out_of_home_assistant(

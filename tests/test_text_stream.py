@@ -36,3 +36,35 @@ def test_sentences_end_where_a_reader_would_stop(text: str, sentences: list[str]
     for cut in range(len(text) + 1):  # wherever the pieces are cut, the same sentences
         out = _feed([text[:cut], text[cut:]])
         assert [s for group in out for s in group if s] == sentences, cut
+
+
+def test_a_first_clause_goes_out_before_its_sentence_is_complete() -> None:
+    """With first_clause_words, the first part may end at a clause of enough words, once the
+    next word has begun; then whole sentences again, and no more clauses."""
+    buffer = SentenceBuffer(first_clause_words=3)
+    assert buffer.add("In about five minutes,") == []  # the next word has not begun
+    assert buffer.add(" the oven, which is") == ["In about five minutes,"]
+    assert buffer.first_was_clause
+    assert buffer.add(" hot, will beep. Then, after that") == ["the oven, which is hot, will beep."]
+    assert buffer.add(", nothing") == []
+    assert buffer.finish() == "Then, after that, nothing"
+
+
+@pytest.mark.parametrize(("pieces", "parts"), [
+    (["Sure, the light is on. Ok"], ["Sure, the light is on."]),  # a sentence comes first
+    (["Sure, the light is on"], []),  # "Sure," is too short
+    (["When the machine is done, the dryer starts."], []),  # whole: the voice cuts it itself
+    (["It seats 3,000 people and", " more"], []),  # no space after the comma
+    (["Meet at 3:30 or later and"], []),
+    (["Tonight — after dinner —", " we go"], ["Tonight — after dinner —"]),
+    (["First of all; then, as", " said"], ["First of all;"]),
+])
+def test_where_a_first_clause_may_end(pieces: list[str], parts: list[str]) -> None:
+    buffer = SentenceBuffer(first_clause_words=3)
+    assert [p for piece in pieces for p in buffer.add(piece)] == parts
+    assert buffer.first_was_clause == (bool(parts) and parts[0][-1] in ",;:—–")
+
+
+def test_no_clause_is_cut_without_first_clause_words() -> None:
+    assert _feed(["When the washing machine is done, the dryer", " starts."]) == [
+        [], [], ["When the washing machine is done, the dryer starts."]]

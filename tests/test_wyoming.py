@@ -186,6 +186,34 @@ def test_streamed_text_in_five_pieces_is_spoken_sentence_by_sentence(served: Ser
     assert np.array_equal(heard, spoken)  # each sentence once, in order, nothing of the copy
 
 
+def test_a_streamed_first_clause_is_spoken_before_its_sentence_is_complete(
+        served: Served, tiny: PiperVoice) -> None:
+    """A long first sentence arriving word by word: its first clause (3 words or more) is
+    spoken while the rest of the sentence is still to come, then the rest of the sentence
+    follows with no pause between them (as a voice's own cut inside a sentence), then the
+    sentences, a pause before each."""
+    pieces = ["When the washing machine is done, t", "he dryer starts. Th", "anks"]
+    parts = ["When the washing machine is done,", "the dryer starts.", "Thanks"]
+
+    async def ask() -> tuple[Answer, Answer]:
+        async with served.client() as client:
+            await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="tiny")).event())
+            await client.write_event(SynthesizeChunk(text=pieces[0]).event())
+            early = await read_until(client, "audio-chunk")  # the clause, its sentence open
+            for piece in pieces[1:]:
+                await client.write_event(SynthesizeChunk(text=piece).event())
+            await client.write_event(SynthesizeStop().event())
+            return early, await read_until(client, "synthesize-stopped")
+
+    early, rest = served.run(ask())
+    assert early.types == ["audio-start", "audio-chunk"]
+    heard = np.concatenate([early.samples, rest.samples])
+    pause = Audio(np.zeros(tiny.rate_hz * tiny.sentence_pause_ms // 1000, np.int16), tiny.rate_hz)
+    spoken = Audio.join([tiny.synthesize(parts[0]), tiny.synthesize(parts[1]), pause,
+                         tiny.synthesize(parts[2])], tiny.rate_hz).samples
+    assert np.array_equal(heard, spoken)
+
+
 def test_a_cached_phrase_answers_from_the_cache(served: Served, tiny: PiperVoice) -> None:
     """The phrase cache MQTT fills serves Wyoming too: the second request for a phrase is a
     cache hit and takes no synthesis (no new miss), with the same audio."""

@@ -8,6 +8,7 @@
     synthesize-start    -> a streamed response opens     audio-chunk per chunk as it is made
     synthesize-chunk    -> each completed sentence       end: audio-stop, and for a streamed
                            queued while the rest arrives      response synthesize-stopped
+                           (the first part may be a clause: text_stream.py)
     synthesize-stop     -> the rest queued, then end
     synthesize (inside a stream): ignored: Home Assistant sends it for servers that cannot stream
 
@@ -64,6 +65,8 @@ _LOGGER = logging.getLogger(__name__)
 SAMPLES_PER_EVENT: Final = 4096
 """Audio is sent in events of at most this many samples (~0.19 s at 22050 Hz)."""
 _MAX_NAME: Final = 64
+FIRST_CLAUSE_WORDS: Final = 3
+"""A streamed answer's first part may be a clause of at least this many words (text_stream.py)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ class _Response:
     """audio-start was sent."""
     first_audio: float | None = None
     cached: bool = True
+    parts: int = 0
+    """Parts of a streamed text queued so far."""
 
 
 class Connection:
@@ -111,11 +116,11 @@ class Connection:
         self._reader = reader
         self._writer = writer
         self._ctx = context
-        self._jobs: asyncio.Queue[tuple[_Response, str | None]] = asyncio.Queue()
+        self._jobs: asyncio.Queue[tuple[_Response, str | None, bool]] = asyncio.Queue()
         self._pending = 0
         """Jobs queued or being spoken: the connection is not idle while there are any."""
         self._stream: _Response | None = None
-        self._buffer = SentenceBuffer()
+        self._buffer = SentenceBuffer(FIRST_CLAUSE_WORDS)
         self._stream_chars = 0
 
     async def serve(self) -> None:
@@ -175,18 +180,18 @@ class Connection:
             if self._stream is not None:
                 raise Refused("synthesize-start while a streamed request is open", "order")
             self._stream = self._open(event.data, streaming=True)
-            self._buffer, self._stream_chars = SentenceBuffer(), 0
+            self._buffer, self._stream_chars = SentenceBuffer(FIRST_CLAUSE_WORDS), 0
         elif SynthesizeChunk.is_type(kind):
             stream = self._streaming(kind)
             text = self._text(event.data, self._ctx.max_chars - self._stream_chars)
             self._stream_chars += len(text)
-            for sentence in self._buffer.add(text):
-                self._queue(stream, sentence)
+            for part in self._buffer.add(text):
+                self._queue_part(stream, part)
         elif SynthesizeStop.is_type(kind):
             stream = self._streaming(kind)
             rest = self._buffer.finish()
             if rest:
-                self._queue(stream, rest)
+                self._queue_part(stream, rest)
             self._queue(stream, None)
             self._stream = None
         else:  # unknown events are dropped, as the protocol asks of servers
@@ -247,20 +252,25 @@ class Connection:
             raise Refused(str(err), WYOMING_CODE["too_large" if err.too_large else "invalid"]
                           ) from None
 
-    def _queue(self, response: _Response, text: str | None) -> None:
+    def _queue(self, response: _Response, text: str | None, pause: bool = True) -> None:
         self._pending += 1
-        self._jobs.put_nowait((response, text))
+        self._jobs.put_nowait((response, text, pause))
+
+    def _queue_part(self, stream: _Response, text: str) -> None:
+        """A part of a streamed answer; the one after a first clause joins it without a pause."""
+        stream.parts += 1
+        self._queue(stream, text, not (stream.parts == 2 and self._buffer.first_was_clause))
 
     # -- speaking -------------------------------------------------------------------------------
 
     async def _speak(self) -> None:
         while True:
-            response, text = await self._jobs.get()
+            response, text, pause = await self._jobs.get()
             try:
                 if text is None:
                     await self._end(response)
                 else:
-                    await self._say(response, text)
+                    await self._say(response, text, pause)
             except (Refused, PolicyRefused, VoiceError, Busy, SchedulerStopped) as err:
                 await self._fail(str(err), _code(err))
                 return
@@ -274,7 +284,7 @@ class Connection:
             finally:
                 self._pending -= 1
 
-    async def _say(self, response: _Response, text: str) -> None:
+    async def _say(self, response: _Response, text: str, pause: bool = True) -> None:
         ctx = self._ctx
         request = SpeechRequest(text, response.voice, response.speaker,
                                 priority=ctx.priority, language=response.language)
@@ -284,10 +294,10 @@ class Connection:
         if not response.started:
             await self._send(AudioStart(rate=rate, width=2, channels=1).event())
             response.started = True
-        elif response.streaming:  # the pause a voice makes between the sentences of one text
-            pause = rate * stream.utterance.voice.sentence_pause_ms // 1000
+        elif response.streaming and pause:  # a voice's pause between the sentences of a text
+            silence = rate * stream.utterance.voice.sentence_pause_ms // 1000
             await self._send(AudioChunk(rate=rate, width=2, channels=1,
-                                        audio=bytes(2 * pause)).event())
+                                        audio=bytes(2 * silence)).event())
         async for chunk in chunks(stream):
             if response.first_audio is None:
                 response.first_audio = time.monotonic()
