@@ -5,6 +5,7 @@ each test failed on the code before the issue's work."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -77,8 +78,19 @@ def flooded(tmp_path: Path, flood_broker: Broker, unique_prefix: str,
 
     yield make, w
     for d in made:
-        d.stop()
+        _stop(d)
     w.close()
+
+
+def _stop(d: DaemonProc) -> None:
+    """Stop the daemon, also under a launcher (strace): SIGTERM goes to the daemon itself, or
+    strace would detach and leave it running; the launcher ends with it."""
+    if d.proc is not None and d.proc.poll() is None and d.launcher:
+        children = Path(f"/proc/{d.proc.pid}/task/{d.proc.pid}/children").read_text().split()
+        for pid in children:
+            os.kill(int(pid), signal.SIGTERM)
+        d.proc.wait(_TIMEOUT_S)
+    d.stop()
 
 
 def _state(w: Watcher, pred: Callable[[dict[str, Any]], bool], start: int = 0) -> dict[str, Any]:
@@ -135,7 +147,7 @@ def test_a_settings_flood_does_no_file_work_on_the_network_thread(
     rid = f"after-{uuid.uuid4().hex[:6]}"
     watcher.say({"text": "After the settings.", "id": rid})
     assert watcher.final(rid, _TIMEOUT_S)["event"] == "finished"
-    d.stop()
+    _stop(d)
     saved = (d.workdir / "state" / "device.json").read_text()
     assert '"volume": 37' in saved, saved
     during = _fsyncs(trace) - before
