@@ -14,7 +14,9 @@
   `languages.han`, default zh).
 - Digits, spaces, punctuation and symbols attach to their neighbours: to both when both have
   the same language, to the next one at the start, else to the one before. A unit written
-  straight after a number (`10kg`, `25°C`) counts as a symbol.
+  straight after a number (`10kg`, `25°C`) counts as a symbol, and so do the capitals of a
+  code written against its digits (`G102`, `4B`, `CA1831`): "G102次列车" is one Mandarin
+  segment, whose voice says the letters (a Mandarin speaker says "G" in Chinese speech).
 - Text that is one segment and has no tag comes back exactly as given, so English-only
   requests keep their cache keys.
 """
@@ -112,12 +114,18 @@ def _classes(text: str) -> list[tuple[str, str]]:
         else:
             runs.append((kind, char))
         previous = kind
-    for i in range(1, len(runs)):
-        kind, chunk = runs[i]
-        before = runs[i - 1][1]
-        if kind == _LATIN and _is_unit(chunk, before):
+    for i, (kind, chunk) in enumerate(runs):
+        before = runs[i - 1][1] if i else ""
+        after = runs[i + 1][1] if i + 1 < len(runs) else ""
+        if kind == _LATIN and (_is_unit(chunk, before) or _is_code(chunk, before, after)):
             runs[i] = (_NEUTRAL, chunk)
     return runs
+
+
+def _is_code(letters: str, before: str, after: str) -> bool:
+    """1-3 capitals written against digits: G102, 4B, CA1831."""
+    return (len(letters) <= 3 and letters.isascii() and letters.isupper()
+            and (before[-1:].isdigit() or after[:1].isdigit()))
 
 
 def _is_unit(letters: str, before: str) -> bool:

@@ -17,6 +17,7 @@ import hashlib
 import importlib.util
 import json
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -34,7 +35,22 @@ STYLE_ROWS: Final = 510
 STYLE_WIDTH: Final = 256
 LICENSE: Final = "Apache-2.0 (Kokoro-82M weights and voices, hexgrad); ONNX export MIT (kokoro-onnx)"
 LANGUAGE_BY_PREFIX: Final = {"j": "ja", "z": "zh"}
-"""The first letter of a Kokoro voice name is its language; we use its Japanese and Mandarin."""
+"""The first letter of a Kokoro style's name is its language; we use its Japanese and Mandarin."""
+SPOKEN: Final = ("ja", "zh", "ko", "yue")
+"""Languages a Kokoro voice speaks: `kokoro:zf_xiaoxiao` (its own), `kokoro:af_heart@ko` (a
+style of any language saying another through our phonemizer: Korean, Cantonese)."""
+_STYLE_NAME: Final = re.compile(r"[a-z]{2}_[a-z0-9]+")
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """(style, language) of a Kokoro voice name without its prefix: "jf_alpha" -> (jf_alpha,
+    ja), "af_heart@ko" -> (af_heart, ko); VoiceError for anything else."""
+    style, _, language = name.partition("@")
+    language = language or LANGUAGE_BY_PREFIX.get(style[:1], "")
+    if not _STYLE_NAME.fullmatch(style) or language not in SPOKEN:
+        raise VoiceError(f"voice kokoro:{name}: edged speaks Kokoro's Japanese (j*) and Mandarin "
+                         f"(z*) voices, and any style with @ko or @yue (kokoro:af_heart@ko)")
+    return style, language
 
 
 def _package_dir(name: str) -> Path | None:
