@@ -27,9 +27,10 @@ _PERCENT: Final = re.compile(r"(\d+(?:\.\d+)?)\s?%")
 _NUMBER: Final = re.compile(r"(?<![\d.])(-?)(\d+)(?:\.(\d+))?(?!\d)")
 _BELOW_ZERO: Final = re.compile(r"(?<![\d.])-(?=\d+(?:\.\d+)?\s?(?:°C|℃|도))")
 _CODE: Final = re.compile(r"(?<![A-Za-z])[A-Z]{1,3}(?=\d)|(?<=\d)[A-Z]{1,2}(?![A-Za-z])")
-_LETTERS: Final = dict(zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ", (
-    "에이 비 씨 디 이 에프 지 에이치 아이 제이 케이 엘 엠 엔 오 피 큐 알 에스 티 유 브이 더블유 "
-    "엑스 와이 제트").split(), strict=True))
+_LETTERS: Final = dict(zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ", [
+    "에이", "비", "씨", "디", "이", "에프", "지", "에이치", "아이", "제이", "케이", "엘", "엠",
+    "엔", "오", "피", "큐", "알", "에스", "티", "유", "브이", "더블유", "엑스", "와이", "제트"],
+    strict=True))
 """The letters of a code written against its digits (4B, KTX102), as Korean names them."""
 
 

@@ -9,7 +9,8 @@ hears: a plain stop is voiced between voiced sounds in a phrase (부엌 -> buʌk
 tense stops are the plain unaspirated ones (Kokoro has no tense phonation), ㄹ is ɾ between
 vowels and l in a coda, ㅅ/ㅆ are ɕ before i and j. `tone` marks each syllable with one of
 Kokoro's Mandarin tone arrows (its Mandarin voices say a syllable without one as a weak neutral
-tone; the mark goes after the vowel, as misaki writes Mandarin): which mark, if any, was chosen on the judge (docs/languages.md).
+tone; the mark goes after the vowel, as misaki writes Mandarin): which mark, if any, was chosen
+on the judge (docs/languages.md).
 """
 
 from __future__ import annotations

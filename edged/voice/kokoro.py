@@ -1,8 +1,9 @@
 """A Kokoro-82M voice (a `VoiceBackend`): `kokoro:jf_alpha` (Japanese), `kokoro:zf_xiaoxiao`
 (Mandarin), and any style made to speak Korean or Cantonese (`kokoro:af_heart@ko`).
 
-text -> the language's normalizer -> its phonemizer (frontend/kokoro_g2p.py) -> sentences -> pieces of at most `max_tokens` phoneme tokens -> the model with the
-voice's style vector for that length -> 24 kHz audio, one piece per `next()`.
+text -> the language's normalizer -> its phonemizer (frontend/kokoro_g2p.py) -> sentences ->
+pieces of at most `max_tokens` phoneme tokens -> the model with the voice's style vector for that
+length -> 24 kHz audio, one piece per `next()`.
 
 One ONNX session serves every Kokoro voice of the process (a voice is only its style vector):
 the first Kokoro voice costs the model (measured here: RSS +300 MB with its first inference),
