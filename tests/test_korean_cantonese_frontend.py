@@ -23,6 +23,7 @@ from edged.frontend.korean_pronounce import pronounce
     ("학교에 갈 시간입니다", "학꾜에 갈 시가님니다"),
     ("밥 먹어", "밤 머거"),                            # nasalization across a space
     ("꽃 밖에", "꼳 바께"),                            # no tensification across a space
+    ("십이월 이십오 일은", "시비월 이시보 이른"),        # no liaison across a space
     ("희망 회의 시계 켜져", "히망 회이 시게 켜저"),      # the vowels ㅢ, ㅖ, ㅕ after ㅈ
 ])
 def test_korean_is_pronounced_by_the_rules(written: str, said: str) -> None:
@@ -31,11 +32,12 @@ def test_korean_is_pronounced_by_the_rules(written: str, said: str) -> None:
 
 
 def test_korean_phonemes_are_kokoro_symbols() -> None:
-    """Plain stops voiced inside a word, ㅅ as ɕ before i, ㄹ as ɾ between vowels and l in a
-    coda, the tone mark after the vowel."""
-    assert korean_phonemes("학교에 갈 시간입니다.") == "hakkjoe ɡal ɕiɡanimnida."
+    """Plain stops voiced inside a word (not at its start: voiced there, the judge heard 부족 as
+    무조), ㅅ as ɕ before i, ㄹ as ɾ between vowels and l in a coda, the tone mark after the
+    vowel."""
+    assert korean_phonemes("학교에 갈 시간입니다.") == "hakkjoe kal ɕiɡanimnida."
     assert korean_phonemes("우리", "→") == "u→ɾi→"
-    assert korean_phonemes("물 한 잔", "→") == "mu→l ha→n ʥa→n"
+    assert korean_phonemes("물 한 잔", "→") == "mu→l ha→n ʨa→n"
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -22,8 +22,9 @@ fingerprint, so cached audio follows them)."""
 VERSIONS: Final = {"ja": "ja-2", "zh": "zh-2", "ko": "ko-1", "yue": "yue-1"}
 """Our own phonemizer's version per language: bumped when its output changes."""
 EXTRAS: Final = {"ja": "ja", "zh": "zh", "ko": "ko", "yue": "yue"}
-KOREAN_TONE: Final = "→"
-"""Korean has no lexical tone; which Mandarin arrow a syllable gets was chosen on the judge."""
+KOREAN_TONE: Final = ""
+"""Korean has no lexical tone; the chosen voice (a Japanese style, kokoro:jm_kumo@ko) knows no
+Mandarin tone arrows either, so none (docs/languages.md)."""
 CANTONESE_TONES: Final = "level"
 """The tone map of frontend/cantonese_phonemes.py chosen on the judge."""
 

@@ -5,7 +5,7 @@
 Kokoro was never trained on Korean, but its vocabulary is most of IPA and its Mandarin voices
 know aspirated and plain stops (pʰ/p), ʨ ʨʰ ɕ, and the other vowels of Korean (ʌ ɯ from its
 English and Japanese data). Each pronounced syllable becomes IPA with the allophones a listener
-hears: a plain stop is voiced between voiced sounds in a phrase (부엌 -> buʌk, 아기 -> aɡi),
+hears: a plain stop is voiced between voiced sounds inside a word (부엌 -> buʌk, 아기 -> aɡi),
 tense stops are the plain unaspirated ones (Kokoro has no tense phonation), ㄹ is ɾ between
 vowels and l in a coda, ㅅ/ㅆ are ɕ before i and j. `tone` marks each syllable with one of
 Kokoro's Mandarin tone arrows (its Mandarin voices say a syllable without one as a weak neutral
@@ -38,19 +38,19 @@ def korean_phonemes(text: str, tone: str = "") -> str:
     """Kokoro phonemes of Korean `text` (numbers already words: frontend/korean.py)."""
     items = [decompose(c) or c for c in pronounce(text).translate(_PUNCTUATION)]
     out = []
-    before: Syllable | None = None  # the syllable before in the phrase (spaces between)
+    before: Syllable | None = None  # the syllable before in the word
     for item in items:
         if not isinstance(item, Syllable):
             out.append(item if item in " .,!?:;" else " ")
-            before = before if item == " " else None
-            continue
+            before = None  # a word starts: its first stop is not voiced (voiced, the judge
+            continue        # heard 부족 as 무조, 도착 as 노착)
         out.append(_onset(item, before) + _VOWEL[item.vowel] + tone + _CODA.get(item.coda, ""))
         before = item
     return re.sub(r" +", " ", "".join(out)).strip()
 
 
 def _onset(s: Syllable, before: Syllable | None) -> str:
-    """A plain stop is voiced after a vowel or sonorant coda in the same phrase; ㅅ/ㅆ are ɕ
+    """A plain stop is voiced after a vowel or sonorant coda in the same word; ㅅ/ㅆ are ɕ
     before i and j."""
     if s.onset in _VOICED and before is not None and before.coda in ("", "ㄴ", "ㄹ", "ㅁ", "ㅇ"):
         return _VOICED[s.onset]

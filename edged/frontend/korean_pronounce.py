@@ -3,9 +3,9 @@
     pronounce("현관문이 열렸습니다") -> "현관무니 열렫씀니다"
 
 A Hangul syllable is (onset, vowel, coda) by Unicode arithmetic; the rules of the standard
-pronunciation (표준 발음법) are applied at each syllable boundary of a word, and the liaison,
-nasalization and liquid rules also across the spaces of a phrase, as they are in connected
-speech ("문 앞을" -> "무나플"):
+pronunciation (표준 발음법) are applied at each syllable boundary of a word, and nasalization
+also across a space (밥 먹어 -> 밤 머거); an announcement pauses between words, so there is no
+liaison across them (linked, 십이월 이십오 일 was heard as 리시보일):
   ㅎ-aspiration (축하 -> 추카, 좋고 -> 조코), ㅎ-deletion (좋아 -> 조아), liaison with the double
   codas split (읽어 -> 일거), palatalization (같이 -> 가치), coda neutralization (꽃 -> 꼳),
   nasalization (합니다 -> 함니다), ㄹ after a nasal or obstruent (심리 -> 심니, 국립 -> 궁닙),
@@ -112,7 +112,10 @@ def _boundary(s: Syllable, n: Syllable | None, spaced: bool) -> None:
             _consonants(s, n, spaced)
             return
     if n.onset == "ㅇ" and s.coda not in ("", "ㅇ"):
-        _liaison(s, n, spaced)
+        if spaced:  # an announcement pauses between words: no liaison across them (linked,
+            s.coda = _NEUTRAL.get(s.coda, s.coda)  # 십이월 이십오 일 was heard 리시보일)
+        else:
+            _liaison(s, n)
         return
     if n.onset == "ㅎ" and (s.coda in _ASPIRATE or _NEUTRAL.get(s.coda) in _ASPIRATE):
         coda = s.coda if s.coda in _ASPIRATE else _NEUTRAL[s.coda]
@@ -139,14 +142,13 @@ def _h_coda(s: Syllable, n: Syllable) -> None:
         s.coda = rest                  # 좋아 -> 조아, 많아 -> 만아 (linked next)
 
 
-def _liaison(s: Syllable, n: Syllable, spaced: bool) -> None:
-    """A coda before a vowel becomes its onset (across a space as its neutral sound)."""
-    coda = _NEUTRAL.get(s.coda, s.coda) if spaced else s.coda
-    if coda in _SPLIT:
-        s.coda, n.onset = _SPLIT[coda]
+def _liaison(s: Syllable, n: Syllable) -> None:
+    """A coda before a vowel becomes its onset."""
+    if s.coda in _SPLIT:
+        s.coda, n.onset = _SPLIT[s.coda]
     else:
-        s.coda, n.onset = "", coda
-    if n.vowel == "ㅣ" and n.onset in ("ㄷ", "ㅌ") and not spaced:
+        s.coda, n.onset = "", s.coda
+    if n.vowel == "ㅣ" and n.onset in ("ㄷ", "ㅌ"):
         n.onset = "ㅈ" if n.onset == "ㄷ" else "ㅊ"  # 굳이 -> 구지, 같이 -> 가치
 
 

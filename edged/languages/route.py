@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..voice.backend import VoiceBackend
 
 _LOGGER = logging.getLogger(__name__)
-NEURAL: Final = {"zh": "kokoro:zf_xiaoxiao", "ja": "kokoro:jf_alpha"}
+NEURAL: Final = {"zh": "kokoro:zf_xiaoxiao", "ja": "kokoro:jf_alpha", "ko": "kokoro:jm_kumo@ko"}
 """The neural voice a language uses when the config names none (if it is installed)."""
 ESPEAK: Final = {"en": "espeak:en-us", "zh": "espeak:cmn", "yue": "espeak:yue",
                  "ja": "espeak:ja", "ko": "espeak:ko"}

@@ -138,13 +138,18 @@ def load_style(name: str, dirs: Sequence[Path]) -> tuple[np.ndarray, str]:
 
 def available(dirs: Sequence[Path]) -> list[str]:
     """Kokoro voices that can be loaded here (Japanese and Mandarin ones)."""
+    return sorted(n for n in styles_here(dirs) if n[:1] in LANGUAGE_BY_PREFIX)
+
+
+def styles_here(dirs: Sequence[Path]) -> set[str]:
+    """Every Kokoro style installed here (any language), when the model package is."""
     if not installed():
-        return []
+        return set()
     names = set(_packaged_styles())
     for folder in style_folders(dirs):
         if folder.is_dir():
             names |= {p.name.removesuffix(".bin") for p in folder.glob("*.bin")}
-    return sorted(n for n in names if n[:1] in LANGUAGE_BY_PREFIX)
+    return names
 
 
 @functools.cache
