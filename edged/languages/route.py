@@ -1,6 +1,6 @@
 """Routing: each segment of a request to a voice of its language, along the fallback chain.
 
-    chain("zh") -> [languages.zh, "kokoro:zf_xiaoxiao", "espeak:cmn"]   (what is set/installed)
+    chain("zh") -> [languages.zh, "kokoro:zm_yunjian", "espeak:cmn"]   (what is set/installed)
 
 A voice that is not installed, does not load, or would not fit `limits.memory_mb` (the pool
 refuses it: OverBudget) is skipped for the next one, with one warning per voice and reason;
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..voice.backend import VoiceBackend
 
 _LOGGER = logging.getLogger(__name__)
-NEURAL: Final = {"zh": "kokoro:zf_xiaoxiao", "ja": "kokoro:jf_alpha", "ko": "kokoro:jm_kumo@ko"}
+NEURAL: Final = {"zh": "kokoro:zm_yunjian", "ja": "kokoro:jf_alpha", "ko": "kokoro:jm_kumo@ko"}
 """The neural voice a language uses when the config names none (if it is installed)."""
 ESPEAK: Final = {"en": "espeak:en-us", "zh": "espeak:cmn", "yue": "espeak:yue",
                  "ja": "espeak:ja", "ko": "espeak:ko"}
