@@ -62,7 +62,7 @@ def test_jyutping_syllables_in_kokoro_symbols(jyutping: str, ipa: str) -> None:
 
 def test_cantonese_sentence_to_phonemes() -> None:
     """Characters through ToJyutping (喺 hai2, 㩒 gam6, 門 mun4), punctuation kept."""
-    assert cantonese_phonemes("有人喺門口㩒門鐘。") == \
+    assert cantonese_phonemes("有人喺門口㩒門鐘。", "level") == \
         "jɐ↗u jɐ↓n hɐ↗i mu↓n hɐ↗u kɐ↓m mu↓n ʦo→ŋ."
 
 

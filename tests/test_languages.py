@@ -145,5 +145,6 @@ def test_chain_order(router: Router) -> None:
     """The chains: configured voice, the neural default, espeak-ng last."""
     assert router.chain("zh") == ["kokoro:zz_absent", "kokoro:zm_yunjian", "espeak:cmn"]
     assert router.chain("ja") == ["kokoro:jf_alpha", "espeak:ja"]
-    assert router.chain("yue") == ["espeak:yue"]
+    assert router.chain("yue") == ["espeak:yue"]  # configured: the neural default not after it
+    assert router.chain("ko") == ["espeak:ko"]
     assert router.chain("en")[-1] == "espeak:en-us"

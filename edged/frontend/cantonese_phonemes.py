@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from .letters import LETTERS
+
 _INITIALS: Final = {"b": "p", "p": "pʰ", "m": "m", "f": "f", "d": "t", "t": "tʰ", "n": "n",
                     "l": "l", "g": "k", "k": "kʰ", "ng": "ŋ", "h": "h", "gw": "kw", "kw": "kʰw",
                     "w": "w", "z": "ʦ", "c": "ʦʰ", "s": "s", "j": "j", "": ""}
@@ -38,7 +40,7 @@ TONE_MAPS: Final = {
     "low": {"1": "→", "2": "↗", "3": "↓", "4": "↘", "5": "↗", "6": "↓"},
     "none": {"1": "", "2": "", "3": "", "4": "", "5": "", "6": ""},
 }
-DEFAULT_TONES: Final = "level"
+DEFAULT_TONES: Final = "neutral"
 _PUNCTUATION: Final = {"，": ",", "。": ".", "！": "!", "？": "?", "、": ",", "：": ":", "；": ";",
                        ",": ",", ".": ".", "!": "!", "?": "?", ":": ":", ";": ";"}
 
@@ -68,6 +70,8 @@ def cantonese_phonemes(text: str, tone_map: str = DEFAULT_TONES) -> str:
     for char, reading in ToJyutping.get_jyutping_list(text):
         if reading:
             words.append(" ".join(syllable_ipa(s, tones) for s in reading.split()))
+        elif char.isascii() and char.isalpha():
+            words.append(LETTERS[char.upper()])  # a code's letters (CA1831), by their names
         elif char in _PUNCTUATION:
             words.append(_PUNCTUATION[char])
         elif char.isspace():

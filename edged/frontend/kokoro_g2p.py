@@ -25,8 +25,9 @@ EXTRAS: Final = {"ja": "ja", "zh": "zh", "ko": "ko", "yue": "yue"}
 KOREAN_TONE: Final = ""
 """Korean has no lexical tone; the chosen voice (a Japanese style, kokoro:jm_kumo@ko) knows no
 Mandarin tone arrows either, so none (docs/languages.md)."""
-CANTONESE_TONES: Final = "level"
-"""The tone map of frontend/cantonese_phonemes.py chosen on the judge."""
+CANTONESE_TONES: Final = "neutral"
+"""The tone map of frontend/cantonese_phonemes.py chosen on the judge (with kokoro:jm_kumo@yue:
+tones 1 →, 2 and 5 ↗, 4 ↓, the level 3 and 6 unmarked; docs/languages.md)."""
 
 
 def phonemizer_for(language: str) -> Callable[[str], str]:

@@ -22,6 +22,7 @@ from functools import cache
 from typing import Any, Final
 
 from .english_words import english_phonemes
+from .letters import LETTERS
 
 _HAN: Final = re.compile(r"[\u4e00-\u9fff]+")
 _LATIN: Final = re.compile(r"[A-Za-z][A-Za-z'’]*")
@@ -40,12 +41,6 @@ _AFTER: Final = {("调", "到"): "tiao2", ("调", "高"): "tiao2", ("调", "低"
                  ("还", "书"): "huan2", ("还", "钱"): "huan2", ("系", "好"): "ji4",
                  ("系", "上"): "ji4"}
 """A character read by the one after it, inside a word or across words."""
-LETTERS: Final = {
-    "A": "ˈA", "B": "bˈi", "C": "sˈi", "D": "dˈi", "E": "ˈi", "F": "ˈɛf", "G": "ʤˈi",
-    "H": "ˈAʧ", "I": "ˈI", "J": "ʤˈA", "K": "kˈA", "L": "ˈɛl", "M": "ˈɛm", "N": "ˈɛn",
-    "O": "ˈO", "P": "pˈi", "Q": "kjˈu", "R": "ˈɑɹ", "S": "ˈɛs", "T": "tˈi", "U": "jˈu",
-    "V": "vˈi", "W": "dˈʌbəlju", "X": "ˈɛks", "Y": "wˈI", "Z": "zˈi"}
-"""English letter names in Kokoro's English symbols (misaki's: A = eɪ, I = aɪ, O = oʊ)."""
 
 
 @cache
