@@ -78,8 +78,8 @@ def judged(tmp_path_factory: pytest.TempPathFactory, judge_python: Path,
         spec.write_text(json.dumps({"system": "edged", "voices": str(voices_dir),
                                     "cache": str(work / "cache"), "languages": {},
                                     "lines": lines}), encoding="utf-8")
-        subprocess.run([sys.executable, str(REPO / "bench" / "intelligibility_worker.py"),
-                        str(spec)], check=True, timeout=1800, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "bench.intelligibility_worker", str(spec)],
+                       check=True, timeout=1800, stdout=subprocess.DEVNULL, cwd=REPO)
         tsv = work / f"{lang}.tsv"
         tsv.write_text("".join(f"{r['text']}\t{r['ref']}\t{r['lang']}\n" for r in rows),
                        encoding="utf-8")
