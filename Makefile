@@ -3,8 +3,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 CONFIG ?= config/edged.yaml
 # python3-packaging: the Ansible role installs it on a device (its pip module needs it); present
-# here so that the role's apt task finds nothing to do in tests/test_ansible.py.
-APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv python3-packaging \
+# here so that the role's apt task finds nothing to do in tests/test_ansible.py. strace: a test
+# counts the daemon's fsyncs under a settings flood (tests/test_hardening_doors.py).
+APT_PACKAGES := mosquitto mosquitto-clients libportaudio2 alsa-utils python3-venv python3-packaging strace \
                 systemd util-linux chromium chromium-driver
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -79,15 +80,17 @@ test-ha: install
 	HA_HARNESS=$(abspath $(HA_HARNESS)) $(HA_HARNESS)/install.sh
 	HA_HARNESS=$(abspath $(HA_HARNESS)) $(VENV)/bin/pytest -m ha -v
 
+# The benchmarks are modules of the package bench/ (bench/README.md lists them all), run from
+# the checkout; each writes bench/results/<name>.json.
 bench: install
 	$(PY) -m pip install -q -e '.[test,bench]'
-	$(PY) bench/synth.py
-	$(PY) bench/cache.py
-	$(PY) bench/playback.py
-	$(PY) bench/mqtt.py
-	$(PY) bench/http_stack.py
-	$(PY) bench/http.py
-	$(PY) bench/wyoming.py
+	$(PY) -m bench.synth
+	$(PY) -m bench.cache
+	$(PY) -m bench.playback
+	$(PY) -m bench.mqtt
+	$(PY) -m bench.http_stack
+	$(PY) -m bench.http
+	$(PY) -m bench.wyoming
 	$(MAKE) bench-intelligibility
 
 # Every language through the offline judge (Whisper base from two PyPI wheels, in its own venv:
@@ -95,13 +98,13 @@ bench: install
 bench-intelligibility: install
 	$(PY) -m pip install -q -e '.[test,bench,ja,zh,ko,yue]'
 	$(call pull_styles)
-	$(PY) bench/intelligibility.py --voices $(VENV)/edged-voices --set dev
-	$(PY) bench/intelligibility.py --voices $(VENV)/edged-voices --set heldout
+	$(PY) -m bench.intelligibility --voices $(VENV)/edged-voices --set dev
+	$(PY) -m bench.intelligibility --voices $(VENV)/edged-voices --set heldout
 
 bench-languages: install
 	$(PY) -m pip install -q -e '.[test,ja,zh,ko,yue]'
 	$(call pull_styles)
-	$(PY) bench/languages.py --voices $(VENV)/edged-voices
+	$(PY) -m bench.languages --voices $(VENV)/edged-voices
 
 lint: install
 	$(VENV)/bin/ruff check edged tests bench

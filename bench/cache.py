@@ -6,7 +6,7 @@ memory LRU and from the disk entry (page cache warm), with and without computing
 and synthesizing the same phrase. Also: warming the shipped config's pinned phrases, cold
 and a second time. Writes bench/results/cache.json.
 
-    .venv/bin/python bench/cache.py [--iterations 5000]
+    .venv/bin/python -m bench.cache [--iterations 5000]
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,8 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from edged.audio import Audio, to_wav_bytes
+from edged.cache import PhraseCache, expand_phrases, warm
+from edged.cache.keys import make_key
+from edged.config import CacheConfig, load_config
+from edged.voice import default_settings, load_voice
+
+from .common import (
     REPO_DIR,
     machine_info,
     peak_rss_mb,
@@ -31,12 +35,6 @@ from common import (  # noqa: E402
     table,
     write_result,
 )
-
-from edged.audio import Audio, to_wav_bytes  # noqa: E402
-from edged.cache import PhraseCache, expand_phrases, warm  # noqa: E402
-from edged.cache.keys import make_key  # noqa: E402
-from edged.config import CacheConfig, load_config  # noqa: E402
-from edged.voice import default_settings, load_voice  # noqa: E402
 
 _CANDIDATES = (
     "The kitchen window is open and it is starting to rain.",

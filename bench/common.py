@@ -1,7 +1,7 @@
-"""Helpers shared by the bench scripts: machine block, percentiles, RSS, results, workers.
+"""Helpers shared by the bench modules: machine block, percentiles, RSS, results, workers.
 
-Import from a bench script with `sys.path.insert(0, str(Path(__file__).parent))`; nothing here
-imports edged, so a worker process can use it without paying for edged's imports.
+Nothing here imports edged, so a worker process can use it without paying for edged's imports.
+Brokers, daemons, MQTT clients and ports come from the tests' harness (tests.harness).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import json
 import os
 import platform
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -167,7 +166,7 @@ def run_worker(argv: Sequence[str], *, cpus: Sequence[int] | None = None,
     with tempfile.TemporaryFile("w+") as err_file:
         spawn = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err_file, text=True,
-                                env={**os.environ, **(env or {})})
+                                cwd=REPO_DIR, env={**os.environ, **(env or {})})
         killer = threading.Timer(timeout_s, proc.kill)
         killer.start()
         try:
@@ -211,21 +210,3 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
-
-def free_port() -> int:
-    """A free TCP port on loopback (for a broker the benchmark starts)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port: int, timeout: float = 5.0) -> None:
-    """Until something listens on loopback `port` (polling: there is no event to wait on)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.02)
-    raise TimeoutError(port)

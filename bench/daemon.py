@@ -1,6 +1,6 @@
 """Daemon benchmark: start-up to READY=1, start-up to the first cached announcement, peak RSS.
 
-    .venv/bin/python bench/daemon.py            # ~1-2 minutes; writes bench/results/daemon.json
+    .venv/bin/python -m bench.daemon            # ~1-2 minutes; writes bench/results/daemon.json
 
 What is measured, with a real mosquitto on loopback and `edged run` as systemd would start it
 (NOTIFY_SOCKET bound here, WATCHDOG_USEC set):
@@ -22,9 +22,7 @@ What is measured, with a real mosquitto on loopback and `edged run` as systemd w
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -35,17 +33,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-# bench/http.py would stand in for the standard library's `http` (which paho imports) while
-# bench/ is on sys.path, as it is for a script run from there: import it with bench/ off the path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-import http.client  # noqa: E402, F401
+import yaml
 
-import paho.mqtt.client as mqtt  # noqa: E402
-import yaml  # noqa: E402
-from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion  # noqa: E402
+from tests.harness.broker import Broker
+from tests.harness.watcher import Watcher
 
-sys.path.insert(0, str(Path(__file__).parent))
-from common import CORPUS_DIR, REPO_DIR, free_port, machine_info, proc_mb, summary, table, write_result  # noqa: E402
+from .common import CORPUS_DIR, REPO_DIR, machine_info, proc_mb, summary, table, write_result
 
 REPS = 9
 PHRASE = "The front door is open."
@@ -75,78 +68,6 @@ print(f"{idle:.1f} {hwm():.1f} {time.monotonic() - start:.3f} {n}")
 
 def _hwm_mb(pid: int) -> float:
     return round(proc_mb(pid, "VmHWM"), 1)
-
-
-class Broker:
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        conf = workdir / "mosquitto.conf"
-        conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
-                        f"set_tcp_nodelay true\npersistence false\n")
-        self.proc = subprocess.Popen([shutil.which("mosquitto") or "/usr/sbin/mosquitto",
-                                      "-c", str(conf)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 5
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("mosquitto did not start") from None
-                time.sleep(0.02)  # polling a port: nothing to wait on
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(5)
-
-
-class Client:
-    """Records the arrival time of the first message on each topic under `<prefix>/#`."""
-
-    def __init__(self, port: int, prefix: str) -> None:
-        self.prefix = prefix
-        self.seen: dict[str, float] = {}
-        self._cond = threading.Condition()
-        subscribed = threading.Event()
-        c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"bench-{uuid.uuid4().hex[:8]}",
-                        protocol=MQTTProtocolVersion.MQTTv5)
-        c.on_connect = lambda c, u, f, rc, p: c.subscribe(f"{prefix}/#", qos=1)
-        c.on_subscribe = lambda *a: subscribed.set()
-        c.on_message = self._on_message
-        c.on_socket_open = lambda c, u, s: s.setsockopt(socket.IPPROTO_TCP,
-                                                        socket.TCP_NODELAY, 1)
-        c.connect("127.0.0.1", port)
-        c.loop_start()
-        self.c = c
-        if not subscribed.wait(10):
-            raise RuntimeError("bench client could not subscribe")
-
-    def _on_message(self, _c: Any, _u: Any, msg: mqtt.MQTTMessage) -> None:
-        with self._cond:
-            self.seen.setdefault(msg.topic, time.monotonic())
-            if msg.topic == f"{self.prefix}/event":
-                e = json.loads(msg.payload)
-                self.seen.setdefault(f"event:{e.get('id')}:{e.get('event')}", time.monotonic())
-            self._cond.notify_all()
-
-    def say(self, rid: str, text: str) -> None:
-        self.c.publish(f"{self.prefix}/say", json.dumps({"id": rid, "text": text}),
-                       qos=1).wait_for_publish(10)
-
-    def wait(self, key: str, timeout: float = _TIMEOUT_S) -> float:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while key not in self.seen:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise RuntimeError(f"timed out waiting for {key}")
-                self._cond.wait(left)
-            return self.seen[key]
-
-    def close(self) -> None:
-        self.c.disconnect()
-        self.c.loop_stop()
 
 
 class Daemon:
@@ -221,29 +142,28 @@ def bench_voice(label: str, voice: Path, options: dict[str, Any], root: Path, po
     config = _config(root / label, port, prefix, voice, cache_dir, options)
     subprocess.run([_PY, "-m", "edged", "cache", "warm", "--config", str(config)], cwd=REPO_DIR,
                    check=True, capture_output=True)
-    client = Client(port, prefix)
+    client = Watcher(port, prefix)
     try:
         # One start to create the daemon's persistent session on the broker: from then on a
         # request published while the daemon is down waits for it there, as after a reboot.
         d = Daemon(config, root / f"{label}.sock")
         d.wait_ready()
-        client.wait(f"{prefix}/availability")
+        client.wait(lambda m: m.topic == f"{prefix}/availability", _TIMEOUT_S)
         d.stop()
         ready, first_audio, idle_hwm = [], [], []
         synth: dict[str, Any] = {}
         for rep in range(REPS):
             rid = f"pinned-{label}-{rep}"
             d = Daemon(config, root / f"{label}.sock")
-            client.say(rid, PHRASE)  # queued in the daemon's session until it connects
+            client.say({"id": rid, "text": PHRASE})  # queued in the daemon's session until it connects
             ready.append(d.wait_ready())
-            first_audio.append(client.wait(f"{prefix}/audio/{rid}") - d.spawn)
-            done = client.wait(f"event:{rid}:finished")
-            assert done, rid
+            first_audio.append(client.audio(rid, _TIMEOUT_S).at - d.spawn)
+            client.event(rid, "finished", _TIMEOUT_S)
             idle_hwm.append(_hwm_mb(d.proc.pid))
             if rep == 0:  # the longest line, not cached yet (fresh cache dir per voice)
                 start = time.monotonic()
-                client.say("long", longest)
-                client.wait("event:long:finished")
+                client.say({"id": "long", "text": longest})
+                client.event("long", "finished", _TIMEOUT_S)
                 synth = {"peak_rss_mb": _hwm_mb(d.proc.pid),
                          "wall_s": round(time.monotonic() - start, 3),
                          "rss_after_mb": round(proc_mb(d.proc.pid, "VmRSS"), 1)}
@@ -326,7 +246,8 @@ def main() -> int:
         ("low-memory", {"profile": "low-memory"}))
     with tempfile.TemporaryDirectory(prefix="edged-bench-daemon-") as tmp:
         root = Path(tmp)
-        broker = Broker(root)
+        broker = Broker.anonymous(root / "broker", "set_tcp_nodelay true\n", persistence=False,
+                                  log_all=False).start()
         try:
             results = {label: bench_voice(label, fp32, options, root, broker.port, longest)
                        for label, options in variants}

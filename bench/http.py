@@ -1,6 +1,6 @@
 """HTTP benchmark: edged's /api/tts against piper's own HTTP server, same voice, same run.
 
-    .venv/bin/pip install -e '.[bench]' && .venv/bin/python bench/http.py
+    .venv/bin/pip install -e '.[bench]' && .venv/bin/python -m bench.http
     # ~2 minutes; writes bench/results/http.json
 
 - Uncached: request -> first body byte (and -> last byte) for each corpus line, edged streaming
@@ -18,8 +18,8 @@ the HTTP server <= 15 MB.
 
 from __future__ import annotations
 
+import http.client
 import json
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,13 +30,9 @@ from typing import Any
 
 import yaml
 
-# This file is bench/http.py: with bench/ on sys.path it would stand in for the standard
-# library's `http` package, so that is imported first with bench/ off the path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-import http.client  # noqa: E402
+from tests.harness.ports import free_port, wait_port
 
-sys.path.insert(0, str(Path(__file__).parent))
-from common import CORPUS_DIR, REPO_DIR, free_port, machine_info, proc_mb, ratio, summary, table, write_result  # noqa: E402
+from .common import CORPUS_DIR, REPO_DIR, machine_info, proc_mb, ratio, summary, table, write_result
 
 CORPUS = CORPUS_DIR / "announcements_en.txt"
 CACHED_REQUESTS = 300
@@ -44,19 +40,6 @@ RPS_REQUESTS = 2000
 RPS_THREADS = 4
 RSS_STARTS = 3
 CACHED_TEXT = "The washing machine has finished."
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.02)  # polling a port: no event to wait on
-    raise TimeoutError(port)
 
 
 def _start_edged(workdir: Path, http_on: bool) -> tuple[subprocess.Popen[bytes], int]:
@@ -166,7 +149,7 @@ def _idle_rss(workdir: Path) -> dict[str, Any]:
             try:
                 _wait_ready(workdir, proc)
                 if variant == "on":
-                    _wait_port(port, proc)
+                    wait_port(port, 120, proc)
                 time.sleep(2.0)  # idle: let start-up garbage settle before reading RSS
                 figures[variant].append(proc_mb(proc.pid))
             finally:
@@ -189,8 +172,8 @@ def main() -> None:
                                   "--host", "127.0.0.1", "--port", str(piper_port)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            _wait_port(edged_port, edged)
-            _wait_port(piper_port, piper)
+            wait_port(edged_port, 120, edged)
+            wait_port(piper_port, 120, piper)
             for port, method, path in ((edged_port, "POST", "/api/tts"),
                                        (piper_port, "POST", "/synthesize")):
                 _first_byte(port, method, path, {"text": "Warming up the server."})

@@ -1,6 +1,6 @@
 """Which HTTP stack for edged's server: each candidate in a fresh process, measured the same way.
 
-    .venv/bin/pip install -e '.[bench]' && .venv/bin/python bench/http_stack.py
+    .venv/bin/pip install -e '.[bench]' && .venv/bin/python -m bench.http_stack
     # ~1 minute; writes bench/results/http_stack.json
 
 Candidates (each serves GET /hello and a chunked GET /stream of three 20 ms-apart parts):
@@ -17,20 +17,16 @@ after 200 requests (VmRSS of the child), time to the first streamed part vs the 
 
 from __future__ import annotations
 
+import http.client
 import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-# This file is bench/http.py: with bench/ on sys.path it would stand in for the standard
-# library's `http` package, so that is imported first with bench/ off the path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-import http.client  # noqa: E402
+from tests.harness.ports import free_port
 
-sys.path.insert(0, str(Path(__file__).parent))
-from common import free_port, machine_info, proc_mb, summary, table, write_result  # noqa: E402
+from .common import machine_info, proc_mb, summary, table, write_result
 
 RUNS = 5
 REQUESTS = 200

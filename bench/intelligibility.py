@@ -1,7 +1,7 @@
 """Every language through the offline judge: edged's voice beside espeak-ng (and piper-tts for
 English), in one run.
 
-    .venv/bin/python bench/intelligibility.py [--set dev|heldout] [--langs en,zh,yue,ja,ko,mixed]
+    .venv/bin/python -m bench.intelligibility [--set dev|heldout] [--langs en,zh,yue,ja,ko,mixed]
         [--systems edged,espeak,piper] [--voice ko=kokoro:zf_xiaoyi@ko ...] [--voices DIR]
         [--mos PYTHON] [--name NAME]                                         (make bench)
 
@@ -29,8 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-from common import REPO_DIR, machine_info, run_worker, table, write_result  # noqa: E402
+from .common import REPO_DIR, machine_info, run_worker, table, write_result
 
 SETS = REPO_DIR / "tests" / "data" / "intelligibility"
 ASR = REPO_DIR / "tests" / "data" / "asr"
@@ -77,8 +76,8 @@ def synthesize(system: str, rows: list[dict[str, str]], wavs: Path, args: argpar
     spec_path = wavs / "spec.json"
     wavs.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
-    result = run_worker([sys.executable, str(Path(__file__).with_name(
-        "intelligibility_worker.py")), str(spec_path)], timeout_s=3600)
+    result = run_worker([sys.executable, "-m", "bench.intelligibility_worker", str(spec_path)],
+                        timeout_s=3600)
     events = [e for e in result["events"] if e["event"] == "line"]
     if result["returncode"] != 0 or len(events) != len(rows):
         raise RuntimeError(f"{system}: synthesis failed: {result['stderr'][-800:]}")
@@ -151,9 +150,8 @@ def score(system: str, lang: str, rows: list[dict[str, str]], wavs: Path, work: 
 
 
 def score_mos(python: str, wavs: Path) -> float | None:
-    r = subprocess.run([python, str(Path(__file__).with_name("mos_worker.py")),
-                        *sorted(map(str, wavs.glob("*.wav")))], capture_output=True, text=True,
-                       timeout=3600, check=False)
+    r = subprocess.run([python, "-m", "bench.mos_worker", *sorted(map(str, wavs.glob("*.wav")))],
+                       capture_output=True, text=True, timeout=3600, check=False, cwd=REPO_DIR)
     scores = [float(x) for x in r.stdout.split()] if r.returncode == 0 else []
     return round(sum(scores) / len(scores), 3) if scores else None
 

@@ -1,12 +1,12 @@
 """Synthesis half of bench/intelligibility.py: one system's audio for one set of lines.
 
-    python bench/intelligibility_worker.py SPEC.json
+    python -m bench.intelligibility_worker SPEC.json
 
 SPEC: {"system": "edged"|"espeak"|"piper", "voices": DIR, "cache": DIR, "languages": {code:
 voice}, "lines": [{"text", "lang", "wav"}], "piper_model": PATH}. "edged" and "espeak" go through
-edged as the daemon speaks (segment, route along the chains, join: languages/route.py and
-synthesis/join.py), with `languages` naming the voice per language; "piper" is piper-tts (the
-bench extra) with the same default voice, English only. One JSON line per line on stdout (synthesis
+edged as `edged say` speaks (segment, route along the chains, join: synthesis/plan.py), with
+`languages` naming the voice per language; "piper" is piper-tts (the bench extra) with the same
+default voice, English only. One JSON line per line on stdout (synthesis
 time, audio seconds, the voices that spoke).
 """
 
@@ -16,14 +16,12 @@ import json
 import sys
 import time
 import wave
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from common import emit  # noqa: E402
+from .common import emit
 
 
 def write_wav(path: Path, samples: np.ndarray, rate: int) -> None:
@@ -37,31 +35,23 @@ def write_wav(path: Path, samples: np.ndarray, rate: int) -> None:
 
 def edged_system(spec: dict[str, Any]) -> None:
     from edged.config import parse_config
-    from edged.languages.route import Router
-    from edged.synthesis.join import Joiner
-    from edged.voice import VoicePool, default_settings
+    from edged.synthesis.plan import Planner, spoken
+    from edged.voice import LoadedVoices
 
     cache = Path(spec["cache"])
     config = parse_config({"voice": {"dirs": [spec["voices"]]}, "cache": {"dir": str(cache)},
                            "limits": {"memory_mb": 3000}, "languages": spec["languages"]}, cache)
-    router = Router(config, VoicePool(config))
+    planner = Planner(config, LoadedVoices(config))
     for line in spec["lines"]:
         lang = line["lang"]
         start = time.monotonic()
-        routed = router.route(line["text"], language=None if "+" in lang else lang)
-        streams: list[Iterator[Any]] = [
-            r.voice.stream(r.text, default_settings(config, r.voice)) for r in routed]
-        if len(routed) == 1:
-            rate = routed[0].voice.rate_hz
-            chunks = [c.samples for c in streams[0]]
-        else:
-            joiner = Joiner(max(r.voice.rate_hz for r in routed), config.languages.switch_pause_ms)
-            rate = joiner.rate_hz
-            chunks = [c.samples for s in streams for c in joiner.part(s)]
+        utterance = planner.utterance(line["text"], language=None if "+" in lang else lang)
+        chunks = [c.samples for c in spoken(utterance, lambda part, lanes: part.voice.stream(
+            part.text, part.settings, lanes))]
         samples = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
-        write_wav(Path(line["wav"]), samples, rate)
-        emit("line", synth_s=time.monotonic() - start, audio_s=len(samples) / rate,
-             voices=[r.voice.name for r in routed])
+        write_wav(Path(line["wav"]), samples, utterance.rate_hz)
+        emit("line", synth_s=time.monotonic() - start, audio_s=len(samples) / utterance.rate_hz,
+             voices=[part.voice.name for part in utterance.parts])
 
 
 def piper_system(spec: dict[str, Any]) -> None:

@@ -1,6 +1,6 @@
 """Per language and voice: load time, first audio, RTF and peak RSS, with 1 and 2 threads.
 
-    .venv/bin/python bench/languages.py --voices DIR [--runs 2] [--mos PYTHON]   (make bench-languages)
+    .venv/bin/python -m bench.languages --voices DIR [--runs 2] [--mos PYTHON]   (make bench-languages)
 
 Each (voice, threads) runs in a fresh process (`--worker`), so peak RSS is that voice's alone
 (with edged's imports): load (`load_voice`: model, frontend), the first audio of a first request
@@ -23,8 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-from common import machine_info, run_worker, summary, table, write_result  # noqa: E402
+from .common import REPO_DIR, machine_info, run_worker, summary, table, write_result
 
 CORPUS: dict[str, list[str]] = {
     "en": ["The washing machine has finished.", "Someone is at the front door.",
@@ -47,12 +46,12 @@ VOICES = [("en", "en_US-joe-medium"), ("en", "espeak:en-us"), ("zh", "kokoro:zm_
 
 def worker(name: str, language: str, threads: int, voices: str, cache: str, runs: int,
            wav_dir: str) -> None:
-    from common import emit
-
     from edged.audio import to_wav_bytes
     from edged.config import parse_config
     from edged.memory import rss_mb
     from edged.voice import load_voice
+
+    from .common import emit
 
     config = parse_config({"voice": {"threads": threads, "dirs": [voices]},
                            "cache": {"dir": cache}}, Path(cache))
@@ -84,7 +83,7 @@ def worker(name: str, language: str, threads: int, voices: str, cache: str, runs
 
 def measure(language: str, name: str, threads: int, args: argparse.Namespace,
             cache: Path, wav_dir: Path) -> dict[str, Any]:
-    result = run_worker([sys.executable, __file__, "--worker", name, language, str(threads),
+    result = run_worker([sys.executable, "-m", "bench.languages", "--worker", name, language, str(threads),
                          str(args.voices), str(cache), str(args.runs), str(wav_dir)],
                         timeout_s=900)
     if result["returncode"] != 0:
@@ -110,9 +109,8 @@ def measure(language: str, name: str, threads: int, args: argparse.Namespace,
 
 
 def score_mos(python: str, wav_dir: Path) -> dict[str, Any]:
-    script = Path(__file__).with_name("mos_worker.py")
-    r = subprocess.run([python, str(script), *sorted(map(str, wav_dir.glob("*.wav")))],
-                       capture_output=True, text=True, timeout=1800)
+    r = subprocess.run([python, "-m", "bench.mos_worker", *sorted(map(str, wav_dir.glob("*.wav")))],
+                       capture_output=True, text=True, timeout=1800, cwd=REPO_DIR)
     if r.returncode != 0:
         return {"error": r.stderr.strip().splitlines()[-1:]}
     scores = [float(line) for line in r.stdout.split()]

@@ -1,6 +1,7 @@
 """Predicted MOS (distillmos) of audio files, one score per line: run in a venv with edged[mos].
 
-    python bench/mos_worker.py [--rate HZ] FILE...   (WAV, or .npy int16 samples at --rate)
+    python -m bench.mos_worker [--rate HZ] FILE...   (WAV, or .npy int16 samples at --rate;
+                                                     from the checkout: its own venv has no edged)
 
 distillmos scores 16 kHz mono speech; every file is resampled to 16 kHz with soxr first.
 """
@@ -10,13 +11,8 @@ from __future__ import annotations
 import contextlib
 import sys
 import wave
-from pathlib import Path
 
-# bench/http.py would stand in for the standard library's `http` (torch imports it) while bench/
-# is on sys.path, as it is for a script run from there.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 def _load(path: str, rate: int) -> tuple[np.ndarray, int]:

@@ -27,4 +27,4 @@ if command -v vcgencmd >/dev/null 2>&1; then
   echo "pi.sh: $(vcgencmd measure_temp) $(vcgencmd get_throttled) (throttled=0x0 is healthy)"
 fi
 echo "pi.sh: load average $(cut -d' ' -f1-3 /proc/loadavg) (close other work for clean figures)"
-exec "$PY" bench/pi_table.py measure "$@"
+exec "$PY" -m bench.pi_table measure "$@"

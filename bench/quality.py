@@ -1,11 +1,11 @@
 """Audio quality of a change: log-spectral distance (LSD) against the previous audio, word error
 rate (pocketsphinx) of both, max difference in 16-bit steps.
 
-    .venv/bin/python bench/quality.py BEFORE_DIR AFTER_DIR [--out bench/results/quality-X.json]
-    .venv/bin/python bench/quality.py --make DIR [--precision float32] [--profile low-memory]
+    .venv/bin/python -m bench.quality BEFORE_DIR AFTER_DIR [--out bench/results/quality-X.json]
+    .venv/bin/python -m bench.quality --make DIR [--precision float32] [--profile low-memory]
 
 Each folder holds NN.wav, one per corpus line (tests/data/corpus), made with noise scales 0
-(`bench/quality.py --make DIR` writes them with the current code and the default voice).
+(`python -m bench.quality --make DIR` writes them with the current code and the default voice).
 
 LSD: Hann windows of 1024 samples, hop 256; power spectra floored at -80 dB re full scale (a
 difference of one 16-bit step in silence would otherwise count as tens of dB); frames where
@@ -17,14 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 _FLOOR = 1e-8  # -80 dB re full scale, per bin
 _SILENT = 1e-6  # -60 dBFS frame power
@@ -60,16 +55,15 @@ def make(folder: Path, precision: str | None = None, profile: str | None = None)
                            **({"profile": profile} if profile else {})}, folder)
     voice = load_voice(config)
     settings = voice.settings(noise_scale=0.0, noise_w=0.0)
-    from asr import corpus_lines
+    from tests.harness.asr import corpus_lines
 
     for i, text in enumerate(corpus_lines()[0]):
         (folder / f"{i:02d}.wav").write_bytes(to_wav_bytes(voice.synthesize(text, settings)))
 
 
 def compare(before: Path, after: Path) -> dict[str, object]:
-    from asr import Recognizer, corpus_lines, wer
-
     from edged.audio import from_wav_bytes
+    from tests.harness.asr import Recognizer, corpus_lines, wer
 
     pairs = list(zip(sorted(before.glob("*.wav")), sorted(after.glob("*.wav")), strict=True))
     old = [from_wav_bytes(p.read_bytes()).samples for p, _ in pairs]
@@ -108,7 +102,7 @@ def main() -> None:
     if args.make:
         make(args.folders[0], args.precision, args.profile)
         return
-    from common import machine_info
+    from .common import machine_info
 
     result = {"machine": machine_info(), **compare(args.folders[0], args.folders[1])}
     print(json.dumps(result, indent=1))

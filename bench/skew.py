@@ -19,7 +19,7 @@ docs/house.md), and its error adds to these figures.
 Rounds: --cached rounds of one phrase (played once before: cached) with start_in_ms
 --cached-ms, then --uncached rounds of distinct texts with start_in_ms 1500 (both members
 synthesize at the same time, on the same 2 cores). Writes bench/results/skew.json.
-Run: .venv/bin/python bench/skew.py  (~5 min)
+Run: .venv/bin/python -m bench.skew  (~5 min)
 """
 
 from __future__ import annotations
@@ -37,13 +37,11 @@ from typing import Any
 
 import numpy as np
 
-BENCH = Path(__file__).resolve().parent
-# bench/ last: bench/http.py must not shadow the standard library's http (paho imports it).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
-sys.path += [str(BENCH.parent / "tests"), str(BENCH)]
-from common import machine_info, summary, write_result  # noqa: E402
-from conftest import Broker, free_port  # noqa: E402
-from daemon_harness import DaemonProc, Watcher  # noqa: E402
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc
+from tests.harness.watcher import Watcher
+
+from .common import BENCH_DIR, machine_info, summary, write_result
 
 RATE = 22050
 ASOUNDRC = """
@@ -67,10 +65,11 @@ def member(root: Path, name: str, port: int, voice: Path) -> tuple[DaemonProc, P
     xdg.mkdir(parents=True)
     out = work / "sink"
     (xdg / "asoundrc").write_text(ASOUNDRC.format(rate=RATE, python=sys.executable,
-                                                  sink=BENCH / "stamp_sink.py", out=out))
+                                                  sink=BENCH_DIR / "stamp_sink.py", out=out))
     d = DaemonProc(work, port, f"edged/{name}", voice, device_id=name, output="play",
                    groups=["skew"], log_level="warning", http={"enabled": False},
                    homeassistant={"discovery": False}, audio={"rate_hz": RATE})
+    d.env = {"XDG_CONFIG_HOME": str(work / "xdg"), "HOME": str(work)}
     return d, out
 
 
@@ -108,8 +107,8 @@ def run_rounds(pub: Watcher, watchers: list[Watcher], texts: list[str], start_in
     for text in texts:
         rid = f"k{uuid.uuid4().hex[:10]}"
         sent = time.time() * 1000
-        pub.client.publish("edged/group/skew/say", json_bytes(
-            {"text": text, "id": rid, "start_in_ms": start_in_ms, "sent_at": sent}), qos=1)
+        pub.publish("say", {"text": text, "id": rid, "start_in_ms": start_in_ms, "sent_at": sent},
+                    confirm=False)
         finals = [w.final(rid, timeout=30) for w in watchers]
         rounds.append({"id": rid, "instant": (sent + start_in_ms) / 1000,
                        "late_ms": [f.get("late_ms") for f in finals],
@@ -117,11 +116,6 @@ def run_rounds(pub: Watcher, watchers: list[Watcher], texts: list[str], start_in
                        "events": [f["event"] for f in finals]})
         time.sleep(gap_s)  # apart, so each announcement is alone in its sink's timeline
     return rounds
-
-
-def json_bytes(data: dict[str, Any]) -> bytes:
-    import json
-    return json.dumps(data).encode()
 
 
 def analyse(rounds: list[dict[str, Any]], sinks: list[Any]) -> dict[str, Any]:
@@ -155,20 +149,15 @@ def main() -> None:
     result: dict[str, Any] = {"machine": machine_info()}
     with tempfile.TemporaryDirectory(prefix="edged-skew-") as tmp:
         root = Path(tmp)
-        port = free_port()
-        broker = Broker(root / "broker", f"listener {port} 127.0.0.1\nallow_anonymous true\n",
-                        [port]).start()
+        broker = Broker.anonymous(root / "broker").start()
+        port = broker.port
         members = [member(root, name, port, voice) for name in ("a", "b")]
         watchers = [Watcher(port, f"edged/{n}", topics=("event", "availability"))
                     for n in ("a", "b")]
         pub = Watcher(port, "edged/group/skew", topics=("nothing",))
-        saved = dict(os.environ)
         try:
             for (d, _out), w in zip(members, watchers, strict=True):
-                os.environ.update(XDG_CONFIG_HOME=str(d.workdir / "xdg"), HOME=str(d.workdir))
                 d.start(w)
-            os.environ.clear()
-            os.environ.update(saved)
             phrase = "Dinner is ready, please come to the kitchen."
             run_rounds(pub, watchers, [phrase], args.cached_ms, 0.5)  # now cached on both
             loads = [os.getloadavg()]
@@ -179,8 +168,6 @@ def main() -> None:
             uncached = run_rounds(pub, watchers, texts, args.uncached_ms, 0.4)
             loads.append(os.getloadavg())
         finally:
-            os.environ.clear()
-            os.environ.update(saved)
             for d, _ in members:
                 d.stop()
             for w in (*watchers, pub):

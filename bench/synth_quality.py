@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common import BENCH_DIR, REPO_DIR
+from .common import REPO_DIR
 
 _BOOTSTRAP = 10_000
 
@@ -39,8 +39,7 @@ def word_error_rates(audio_dir: Path, labels: list[str]) -> dict[str, Any]:
 def _wer_of_folder(folder: Path) -> dict[str, Any] | None:
     import numpy as np
 
-    sys.path.insert(0, str(REPO_DIR / "tests"))
-    from asr import Recognizer, corpus_lines, wer, word_errors
+    from tests.harness.asr import Recognizer, corpus_lines, wer, word_errors
 
     _texts, spoken = corpus_lines()
     files = sorted(folder.glob("line*.npy"))
@@ -78,8 +77,8 @@ def mos_scores(audio_dir: Path, labels: list[str], python: str | None) -> dict[s
     paths = [str(p) for per_line in takes.values() for files in per_line.values() for p in files]
     if not paths:
         return {}
-    done = subprocess.run([interpreter, str(BENCH_DIR / "mos_worker.py"), "--rate",
-                           str(voice_rate()), *paths], capture_output=True, text=True, check=False)
+    done = subprocess.run([interpreter, "-m", "bench.mos_worker", "--rate", str(voice_rate()),
+                           *paths], capture_output=True, text=True, check=False, cwd=REPO_DIR)
     if done.returncode != 0:
         print(f"predicted MOS failed: {done.stderr.strip()[-300:]}", file=sys.stderr)
         return {}

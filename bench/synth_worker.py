@@ -1,4 +1,5 @@
-"""One synthesis engine configuration in its own process (spawned by bench/synth.py).
+"""One synthesis engine configuration in its own process (spawned by bench.synth:
+`python -m bench.synth_worker ...`).
 
 Reports JSON lines on stdout (see common.emit): "imported", "loaded", "first_audio" (the first
 chunk of the first line: the parent turns it into cold start), one "line" per corpus line and
@@ -16,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import emit, peak_rss_mb, rss_now_mb  # noqa: E402
+from .common import emit, peak_rss_mb, rss_now_mb
 
 # A synthesizer: text, noise-0 flag -> iterator of int16 chunks.
 Synth = Callable[[str, bool], Iterator[np.ndarray]]
@@ -39,8 +38,9 @@ def edged_engine(args: argparse.Namespace) -> tuple[Synth, int]:
     import json
 
     from edged.config import parse_config
-    from edged.synthesis import Scheduler, synthesis_workers
+    from edged.synthesis import Scheduler
     from edged.voice import load_voice
+    from edged.voice.sizing import synthesis_workers
 
     emit("imported")
     overrides = json.loads(args.config)
@@ -59,7 +59,8 @@ def edged_engine(args: argparse.Namespace) -> tuple[Synth, int]:
     def synth(text: str, noise0: bool) -> Iterator[np.ndarray]:
         chosen = quiet if noise0 else settings
         chunks = (voice.stream(text, chosen) if args.inline
-                  else scheduler.submit(voice.stream(text, chosen), rank=2, source="bench"))
+                  else scheduler.submit(lambda lanes: voice.stream(text, chosen, lanes),
+                                        rank=2, source="bench"))
         with contextlib.closing(chunks):
             for audio in chunks:
                 yield audio.samples

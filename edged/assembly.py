@@ -1,8 +1,10 @@
 """The composition root of `edged run`: everything the daemon is made of is built here, once.
 
-    start-up checks -> the configured voice (loaded, warmed up, pinned in the pool)
-      -> phrase cache -> synthesis scheduler -> speech -> player (output play/both)
-      -> done-log -> MQTT link -> daemon
+    start-up checks -> the configured voice (loaded, warmed up, pinned among the loaded voices)
+      -> synthesis scheduler (the sources' table) -> phrase cache -> speech
+      -> device settings -> request policy -> player (output play/both)
+      -> done-log, MQTT link, queue, admission, announcer, outcomes, state -> daemon
+      -> Home Assistant bridge -> network servers (Wyoming; HTTP made after READY)
 
 `commands/run.py` owns the process (signals, reload, systemd notifications); the daemon owns
 requests and events; nothing else constructs the parts.
@@ -15,31 +17,40 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
 
 from .cache import PhraseCache, expand_phrases
 from .checks import ensure_ready
 from .config import Config
 from .config.profiles import describe as describe_profile
-from .daemon import Daemon
-from .device_state import DeviceSettings
-from .donelog import DoneLog
+from .daemon.admission import Admission
+from .daemon.announcer import Announcer, Heartbeat
+from .daemon.core import Daemon
+from .daemon.device_state import DeviceSettings, Recent
+from .daemon.donelog import DoneLog
+from .daemon.jobqueue import JobQueue
+from .daemon.outcomes import Outcomes
+from .daemon.parts import Parts
+from .daemon.policy import RequestPolicy
+from .daemon.priorities import BACKGROUND
+from .daemon.quiet import QuietKeeper
+from .daemon.requests import Rules
+from .daemon.state import Readings, ServerState, StateBoard
 from .homeassistant import HomeAssistantBridge
+from .house import Schedule
+from .languages.codes import READY
+from .memory import MemoryGuard
 from .mqtt import MqttLink
 from .net import NetLoop, Server
 from .net.listen import bind, url_of
 from .playback import Player, PlayerError
-from .synthesis import Scheduler, SchedulerStopped, Speech, synthesis_workers
-from .voice import Voice, VoicePool, default_settings, load_voice
+from .synthesis import Scheduler, SchedulerStopped, Speech
+from .synthesis.sources import VOICE_LOAD, WARM, sources
+from .voice import LoadedVoices, PiperVoice, default_settings, load_voice
 from .voice.backend import VoiceBackend
-from .voice.prepared import Status
+from .voice.piper.prepared import StatusLine
+from .voice.sizing import synthesis_workers
 
 _LOGGER = logging.getLogger(__name__)
-WARM_SOURCE: Final = "warm"
-WYOMING_SOURCE: Final = "wyoming"
-"""The Wyoming server's source at the scheduler (`WyomingServer.name`; its module is imported
-only when it is on)."""
-"""The background warming of pinned phrases, a source of the synthesis scheduler."""
 
 
 class StartError(Exception):
@@ -99,7 +110,7 @@ class App:
         """Pin cache.phrases and make the missing ones at the lowest priority. Normally
         `edged cache warm` made them ahead; on a fresh install they arrive in the background."""
         try:
-            report = self.speech.warm(self.phrases, WARM_SOURCE)
+            report = self.speech.warm(self.phrases, rank=BACKGROUND, source=WARM)
         except SchedulerStopped:
             return
         except Exception:  # the cache is an optimisation; never a reason to stop speaking
@@ -110,7 +121,7 @@ class App:
                      report.elapsed_s)
 
 
-def assemble(config: Config, status: Status) -> App:
+def assemble(config: Config, status: StatusLine) -> App:
     """Check, load and wire everything; ConfigError, VoiceError or StartError when it cannot."""
     ensure_ready(config)  # one line naming the key or file: every check, the audio device too
     if config.profile != "default":
@@ -119,36 +130,77 @@ def assemble(config: Config, status: Status) -> App:
     phrases = expand_phrases(config.cache.phrases, config.cache.max_expansions)
     status("loading voice")
     voice = _warmed_up(config, load_voice(config, status=status))
-    workers = synthesis_workers(config)
-    sources = {"mqtt": 1, WARM_SOURCE: 1, "http": config.http.max_streams}
-    if config.wyoming.enabled:  # one synthesis stream per connection at most
-        sources[WYOMING_SOURCE] = config.wyoming.max_connections
-    scheduler = Scheduler(workers, sources)
-    pool = VoicePool(config, default=voice)
-    speech = Speech(config, pool, PhraseCache(config.cache), scheduler)
-    settings = DeviceSettings.load(config.mqtt.state_dir / "device.json", pool.choices)
+    speech = _speech(config, voice)
+    settings = DeviceSettings.load(config.mqtt.state_dir / "device.json", speech.voices.choices)
+    policy = RequestPolicy(speech.planner, settings=settings,
+                           memory=MemoryGuard(config.limits.memory_mb))
     player = _open_player(config)
-    done = DoneLog(config.mqtt.state_dir / "done.jsonl", window_s=config.mqtt.session_expiry_s)
-    # One more than the queue holds ("busy" at once); in the synthesis pool no more than the
-    # queue holds: a request beyond it waits at the broker instead (daemon.py: in-flight window).
-    link = MqttLink(config, receive_maximum=config.limits.queue + (
-        0 if config.role == "synth" else 2))
-    daemon = Daemon(config, speech=speech, done=done, player=player, link=link, status=status,
-                    settings=settings)
-    HomeAssistantBridge(config, daemon, pool.choices).attach()
+    daemon = _daemon(config, speech, policy, settings, player, status)
+    HomeAssistantBridge(config, daemon, policy, speech.voices.choices).attach()
     servers: list[Server] = []  # the network servers (Wyoming, HTTP) join here
     if config.wyoming.enabled:
         from .wyoming import WyomingServer, list_voices  # the wyoming library: only when on
 
-        paths = {voice.name: voice.onnx_path} if isinstance(voice, Voice) else {}
-        listings = list_voices(config, pool.listed, paths)
-        servers.append(WyomingServer(config, speech, listings, settings))
-    later = _http_server(config, daemon, speech)
+        paths = {voice.name: voice.onnx_path} if isinstance(voice, PiperVoice) else {}
+        listings = list_voices(config, speech.voices.listed, paths)
+        servers.append(WyomingServer(config, speech, policy, listings))
+    later = _http_server(config, daemon, speech, policy)
     net = NetLoop(servers) if servers or later else None
     return App(config, daemon, speech, player, phrases, net, later)
 
 
-def _http_server(config: Config, daemon: Daemon, speech: Speech) -> Callable[[], Server] | None:
+def _speech(config: Config, voice: VoiceBackend) -> Speech:
+    """The scheduler with every source's bound, the loaded voices (a voice's first inference on
+    the scheduler too), the phrase cache: what every source speaks through."""
+    # Idle after work: the voices give back what their arenas kept at the peak.
+    scheduler = Scheduler(synthesis_workers(config), sources(config),
+                          on_idle=lambda: voices.reclaim())
+
+    def first_inference(loaded: VoiceBackend) -> None:
+        text = READY.get(loaded.language, READY["en"])
+        with scheduler.submit(lambda lanes: loaded.stream(text, None, lanes), rank=0,
+                              source=VOICE_LOAD) as stream:
+            for _chunk in stream:
+                pass
+
+    voices = LoadedVoices(config, default=voice, first_inference=first_inference)
+    return Speech(config, voices, PhraseCache(config.cache), scheduler)
+
+
+def _daemon(config: Config, speech: Speech, policy: RequestPolicy, settings: DeviceSettings,
+            player: Player | None, status: StatusLine) -> Daemon:
+    """The daemon's parts, and the MQTT link pointed at the daemon."""
+    done = DoneLog(config.mqtt.state_dir / "done.jsonl", window_s=config.mqtt.session_expiry_s)
+    # One more than the queue holds ("busy" at once); in the synthesis pool no more than the
+    # queue holds: a request beyond it waits at the broker instead (core.py: in-flight window).
+    link = MqttLink(config, receive_maximum=config.limits.queue + (
+        0 if config.role == "synth" else 2))
+    outputs = {"publish"} | ({"play"} if player is not None else set())
+    rules = Rules(max_chars=config.limits.max_chars, voices=speech.voices.names, outputs=outputs,
+                  max_request_bytes=config.limits.request_bytes, reply_prefix=config.reply_prefix)
+    schedule = Schedule(config.schedule)
+    recent, heartbeat = Recent(), Heartbeat()
+    # Fresh cache figures in the state with each outcome.
+    outcomes = Outcomes(link, done, recent, status, config.device_id,
+                        on_final=lambda: board.refresh_stats())
+    board = StateBoard(config, speech.voices, speech.cache, settings, recent, Readings(
+        outcomes.refused.snapshot, lambda: link.outgoing, speech.scheduler.open_streams))
+    announcer = Announcer(
+        speech, player, link, stream_audio=config.mqtt.stream_audio,
+        fallback_to_publish=config.audio.fallback_to_publish, beat=heartbeat.beat,
+        settings=settings, schedule=schedule, skip_late=config.groups_late == "skip")
+    daemon = Daemon(config, Parts(
+        admission=Admission(config, rules, policy, done, schedule),
+        queue=JobQueue(config.limits.queue), quiet=QuietKeeper(schedule, settings),
+        announcer=announcer, outcomes=outcomes, board=board, link=link, player=player,
+        settings=settings, schedule=schedule, heartbeat=heartbeat,
+        closing=(settings, speech.cache, done)))
+    link.handler = daemon
+    return daemon
+
+
+def _http_server(config: Config, daemon: Daemon, speech: Speech,
+                 policy: RequestPolicy) -> Callable[[], Server] | None:
     """What makes the HTTP server, when it is on and its port can be had (bound here, served
     when made). A port in use is fatal only when `http.enabled` was set explicitly: daemons that
     never asked for it must not fight over it."""
@@ -163,14 +215,14 @@ def _http_server(config: Config, daemon: Daemon, speech: Speech) -> Callable[[],
             raise StartError(f"http.port: {reason}") from None
         _LOGGER.warning("http: %s; running without HTTP (set http.port, or http.enabled: false)",
                         reason)
-        daemon.report("http", {"state": "off", "error": reason})
+        daemon.report_server("http", ServerState("off", error=reason))
         return None
-    daemon.report("http", {"state": "listening", "url": url_of(sock)})
+    daemon.report_server("http", ServerState("listening", url=url_of(sock)))
 
     def make() -> Server:
         from .http import HttpServer  # aiohttp: imported only when HTTP is on
 
-        return HttpServer(config, daemon, speech, sock)
+        return HttpServer(config, daemon, speech, policy, sock)
 
     return make
 

@@ -32,8 +32,8 @@ from .playback import PlayerError
 from .playback.chimes import load_chime
 from .playback.devices import Device
 from .voice import VoiceError, find_voice
-from .voice.catalog import CatalogError, load_catalog
-from .voice.hashes import HASH_MEMO_NAME, file_sha256, forget
+from .voice.catalog.hashes import HASH_MEMO_NAME, file_sha256, forget
+from .voice.catalog.known import CatalogError, load_catalog
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ def check_voice_hashes(onnx_path: Path, hash_cache: Path | None = None) -> list[
                             f" (incomplete or different file)")
             continue
         try:
-            # Remembered in-process too: Voice.fingerprint, asked by the phrase cache later
+            # Remembered in-process too: PiperVoice.fingerprint, asked by the phrase cache later
             # in this process, does not hash the model a second time.
             digest = file_sha256(path, hash_cache)
         except OSError as err:

@@ -27,9 +27,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, Broker, free_port, wait_port
 
 from edged.config import load_config
+from tests.harness.broker import Broker
+from tests.harness.paths import ROOT
+from tests.harness.ports import free_port, wait_port
 
 # ansible-playbook runs take 10-60 s each on a busy 2-core machine; the first one also
 # creates a venv and installs edged's dependencies.
@@ -165,7 +167,7 @@ def voice_server(tmp_path_factory: pytest.TempPathFactory):
     `tampered` is listed with the real files' sha256 but served with other bytes, as a
     corrupt mirror would.
     """
-    from make_tiny_voice import make_tiny_voice
+    from tests.harness.tiny_voice import make_tiny_voice
 
     base = tmp_path_factory.mktemp("voice-server")
     www = base / "www"

@@ -15,7 +15,6 @@ folder prepared on x86 does not load on arm64, see the last test). docs/arm64.md
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -34,10 +33,13 @@ import numpy as np
 import onnx
 import pytest
 import yaml
-from arm64.rootfs import ELF_AARCH64, Arm64Root, binfmt_ready, cached_root, environment
-from arm64.wheelhouse import Wheelhouse, dependency_digest
-from conftest import EDGED, ROOT, Broker, free_port
-from daemon_harness import Watcher
+
+from tests.arm64.rootfs import ELF_AARCH64, Arm64Root, binfmt_ready, cached_root, environment
+from tests.arm64.wheelhouse import Wheelhouse, dependency_digest
+from tests.harness.broker import Broker
+from tests.harness.paths import EDGED, ROOT
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 pytestmark = [pytest.mark.arm64, pytest.mark.timeout(1800)]
 
@@ -59,7 +61,7 @@ _TEXT = "The door is open."
 # well below a 16-bit step (3e-5 of full scale), and rounding to int16 turns a value near a
 # boundary into a one-step difference. The LSD may then be at most that of the x86 audio with
 # +-_MAX_STEPS of noise on every sample (0.38 dB for _TEXT). A real divergence is far beyond:
-# switching the default voice to INT8 weights moved it by 8.2 dB (bench/results/
+# switching the default voice to INT8 weights moved it by 8.2 dB (bench/results/archive/
 # quality-issue-16-default.json), a decoder rewrite within 2 steps by 0.14 dB (issue 11).
 _MAX_STEPS = 2
 _RECAP = re.compile(r"^\S+\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
@@ -102,17 +104,10 @@ def _wav(path: Path) -> tuple[int, np.ndarray]:
 
 
 def _log_spectral_distance(a: np.ndarray, b: np.ndarray) -> float:
-    """bench/quality.py's LSD (the figure docs/benchmarks.md reports), loaded by its path with
-    sys.path restored after: bench/ is no package, and its soak.py would shadow tests/soak.py."""
-    saved = list(sys.path)
-    try:
-        spec = importlib.util.spec_from_file_location("bench_quality", ROOT / "bench/quality.py")
-        assert spec is not None and spec.loader is not None
-        quality = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(quality)
-    finally:
-        sys.path[:] = saved
-    return float(quality.log_spectral_distance(a, b))
+    """bench.quality's LSD (the figure docs/benchmarks.md reports)."""
+    from bench.quality import log_spectral_distance
+
+    return float(log_spectral_distance(a, b))
 
 
 def _loudness_dbfs(samples: np.ndarray) -> float:

@@ -20,13 +20,14 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from conftest import EDGED, ROOT, PreparedVoices
-from make_tiny_voice import make_tiny_voice
 
 from edged.audio import Audio
 from edged.cache import PhraseCache, WarmReport, expand_phrases, folder, keys, store, warm
 from edged.config import CacheConfig, ConfigError
-from edged.voice import Voice
+from edged.voice import PiperVoice
+from tests.harness.paths import EDGED, ROOT
+from tests.harness.tiny_voice import make_tiny_voice
+from tests.harness.voices import PreparedVoices
 
 _TIMEOUT_S = 60
 _RATE = 16000
@@ -67,8 +68,8 @@ def _edged(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def tiny_voice(tiny_voice_path: Path) -> Voice:
-    return Voice.load(tiny_voice_path)
+def tiny_voice(tiny_voice_path: Path) -> PiperVoice:
+    return PiperVoice.load(tiny_voice_path)
 
 
 # ---------------------------------------------------------------- store and tiers
@@ -299,7 +300,7 @@ def test_expand_phrases_rejects_bad_entries(item: object, message: str) -> None:
 # ---------------------------------------------------------------- keys (tiny voice)
 
 
-def test_key_changes_with_voice_and_settings(tiny_voice: Voice, tiny_voice_path: Path,
+def test_key_changes_with_voice_and_settings(tiny_voice: PiperVoice, tiny_voice_path: Path,
                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another voice file, speed, speaker settings, pause length or normalizer can never hit
     stale audio."""
@@ -321,11 +322,11 @@ def test_key_changes_with_voice_and_settings(tiny_voice: Voice, tiny_voice_path:
     config = json.loads(Path(f"{tiny_voice_path}.json").read_text())
     config["dataset"] = "retrained"  # any byte of the voice config changes the fingerprint
     (other / "tiny.onnx.json").write_text(json.dumps(config))
-    changed = Voice.load(other / "tiny.onnx")
+    changed = PiperVoice.load(other / "tiny.onnx")
     variants["voice"] = cache.key(changed, changed.settings(), text)
-    paused = Voice.load(tiny_voice_path, sentence_pause_ms=500)
+    paused = PiperVoice.load(tiny_voice_path, sentence_pause_ms=500)
     variants["pause"] = cache.key(paused, paused.settings(), text)
-    multi = Voice.load(make_tiny_voice(tmp_path / "multi" / "tiny.onnx", {"ann": 0, "bob": 1}))
+    multi = PiperVoice.load(make_tiny_voice(tmp_path / "multi" / "tiny.onnx", {"ann": 0, "bob": 1}))
     variants["speaker ann"] = cache.key(multi, multi.settings(speaker="ann"), text)
     variants["speaker bob"] = cache.key(multi, multi.settings(speaker="bob"), text)
     # A new normalizer release (its version bumped) reads text differently: stand in for one.
@@ -335,12 +336,12 @@ def test_key_changes_with_voice_and_settings(tiny_voice: Voice, tiny_voice_path:
     assert all(cache.get(k) is None for k in variants.values())
 
 
-def test_key_is_stable_across_processes(tiny_voice: Voice, tiny_voice_path: Path,
+def test_key_is_stable_across_processes(tiny_voice: PiperVoice, tiny_voice_path: Path,
                                         tmp_path: Path) -> None:
     """The same request gives the same key in another process (no hash randomisation leaks)."""
-    script = ("import sys; from pathlib import Path; from edged.voice import Voice;"
+    script = ("import sys; from pathlib import Path; from edged.voice import PiperVoice;"
               "from edged.cache import PhraseCache; from edged.config import CacheConfig;"
-              "v = Voice.load(sys.argv[1]);"
+              "v = PiperVoice.load(sys.argv[1]);"
               "print(PhraseCache(CacheConfig(dir=Path(sys.argv[2]))).key(v, v.settings(), 'Hi.'))")
     out = subprocess.run([sys.executable, "-c", script, str(tiny_voice_path), str(tmp_path)],
                          capture_output=True, text=True, timeout=_TIMEOUT_S, check=True).stdout
@@ -351,14 +352,14 @@ def test_key_is_stable_across_processes(tiny_voice: Voice, tiny_voice_path: Path
 # ---------------------------------------------------------------- warm (tiny voice)
 
 
-def _warm(cache: PhraseCache, voice: Voice, phrases: list[str], **kwargs: Any) -> WarmReport:
+def _warm(cache: PhraseCache, voice: PiperVoice, phrases: list[str], **kwargs: Any) -> WarmReport:
     """What `edged cache warm` does: pin the phrases, make the missing ones with the voice."""
     settings = voice.settings()
     return warm(cache, cache.pin_keys(voice, settings, phrases),
                 lambda text: voice.synthesize(text, settings), **kwargs)
 
 
-def test_warm_twice_does_nothing_the_second_time(tiny_voice: Voice, tmp_path: Path) -> None:
+def test_warm_twice_does_nothing_the_second_time(tiny_voice: PiperVoice, tmp_path: Path) -> None:
     """The second warm finds every pinned phrase on disk and rewrites nothing."""
     phrases = expand_phrases(tuple(_PHRASES), 100)
     cache = PhraseCache(CacheConfig(dir=tmp_path))
@@ -375,7 +376,7 @@ def test_warm_twice_does_nothing_the_second_time(tiny_voice: Voice, tmp_path: Pa
     assert (stats["pinned"]["entries"], stats["dynamic"]["entries"]) == (8, 0)
 
 
-def test_warm_replaces_damaged_pinned_entry(tiny_voice: Voice, tmp_path: Path) -> None:
+def test_warm_replaces_damaged_pinned_entry(tiny_voice: PiperVoice, tmp_path: Path) -> None:
     """warm re-synthesizes a pinned phrase whose file was truncated."""
     cache = PhraseCache(CacheConfig(dir=tmp_path))
     _warm(cache, tiny_voice, ["Good morning.", "Good night."])
@@ -387,7 +388,7 @@ def test_warm_replaces_damaged_pinned_entry(tiny_voice: Voice, tmp_path: Path) -
     store.read_entry(victim)  # valid again
 
 
-def test_warm_replaces_the_pin_list(tiny_voice: Voice, tmp_path: Path) -> None:
+def test_warm_replaces_the_pin_list(tiny_voice: PiperVoice, tmp_path: Path) -> None:
     """A phrase dropped from cache.phrases turns dynamic (evictable, purgeable), not pinned."""
     cache = PhraseCache(CacheConfig(dir=tmp_path))
     _warm(cache, tiny_voice, ["Good morning.", "Good night."])
@@ -402,7 +403,7 @@ def test_warm_replaces_the_pin_list(tiny_voice: Voice, tmp_path: Path) -> None:
 # ---------------------------------------------------------------- CLI and processes
 
 
-def test_cli_warm_then_hit_in_a_new_process(tiny_voice: Voice, tiny_voice_path: Path,
+def test_cli_warm_then_hit_in_a_new_process(tiny_voice: PiperVoice, tiny_voice_path: Path,
                                             tmp_path: Path) -> None:
     """`edged cache warm` in one process; a later process gets disk hits for every phrase."""
     config = _write_config(tmp_path, tiny_voice_path)
@@ -464,7 +465,7 @@ def test_concurrent_warm_from_two_processes(tiny_voice_path: Path, tmp_path: Pat
     assert folder.read_pins(tmp_path / "cache") == {p.stem for p in files}
 
 
-def test_cli_stats_list_and_purge_show_and_empty_the_cache(tiny_voice: Voice, tiny_voice_path: Path,
+def test_cli_stats_list_and_purge_show_and_empty_the_cache(tiny_voice: PiperVoice, tiny_voice_path: Path,
                                                            tmp_path: Path) -> None:
     """stats counts tiers and shows the recorded hit ratio; list shows texts; purge empties."""
     config = _write_config(tmp_path, tiny_voice_path)
@@ -502,7 +503,7 @@ def test_cli_bad_template_is_a_config_error(tiny_voice_path: Path, tmp_path: Pat
 
 
 def test_unwritable_folder_speech_still_works(
-    tiny_voice: Voice, tiny_voice_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tiny_voice: PiperVoice, tiny_voice_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """cache.dir is a file (unwritable even for root): one warning, synthesis and memory tier
     work, stats say degraded; `cache warm` still speaks every phrase, reports it stored none."""

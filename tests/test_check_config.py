@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import EDGED
 
 from edged import checks
 from edged.audio import Audio, to_wav_bytes
 from edged.config import Config, ConfigError, load_config
-from edged.voice import hashes
-from edged.voice.catalog import CatalogError, load_catalog
+from edged.voice.catalog import hashes
+from edged.voice.catalog.known import CatalogError, load_catalog
+from tests.harness.paths import EDGED
 
 _VOICE = "en_US-joe-medium"
 _TIMEOUT_S = 60

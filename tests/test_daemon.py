@@ -12,19 +12,15 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import Broker, free_port
-from daemon_harness import (  # noqa: F401 - fixtures
-    DaemonProc,
-    Watcher,
-    make_daemon,
-    wait_log,
-    watcher,
-)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_mqtt import BAD_PAYLOADS
 
 from edged.audio import from_wav_bytes
+from tests.harness.broker import Broker
+from tests.harness.cases import BAD_PAYLOADS
+from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 _RATE = 16000  # the tiny voice's sample rate
 _QUEUE = 4
@@ -304,7 +300,7 @@ def test_state_is_retained_and_complete(sw: Watcher, shared: SimpleNamespace) ->
 # -- daemons of their own -------------------------------------------------------------------
 
 
-def test_sigterm_exits_zero_and_goes_offline(make_daemon, watcher: Watcher) -> None:  # noqa: F811
+def test_sigterm_exits_zero_and_goes_offline(make_daemon, watcher: Watcher) -> None:
     """SIGTERM: clean exit 0 within the stop timeout, retained availability `offline`."""
     d = make_daemon().start(watcher)
     mark = watcher.mark()
@@ -315,7 +311,7 @@ def test_sigterm_exits_zero_and_goes_offline(make_daemon, watcher: Watcher) -> N
 
 
 def test_sighup_reloads_a_valid_config_and_keeps_a_bad_one_out(
-        make_daemon, watcher: Watcher) -> None:  # noqa: F811
+        make_daemon, watcher: Watcher) -> None:
     """SIGHUP with a broken config changes nothing; with a valid one the daemon re-executes
     (same PID) with the new settings."""
     d = make_daemon().start(watcher)
@@ -339,7 +335,7 @@ def test_sighup_reloads_a_valid_config_and_keeps_a_bad_one_out(
     assert d.proc.pid == pid and d.alive()
 
 
-def test_large_audio_goes_out_in_parts(make_daemon, watcher: Watcher) -> None:  # noqa: F811
+def test_large_audio_goes_out_in_parts(make_daemon, watcher: Watcher) -> None:
     """Audio bigger than mqtt.max_payload_bytes arrives as ordered WAV parts plus an end
     marker, and the parts join to the whole announcement."""
     d = make_daemon(mqtt={"max_payload_bytes": 4096}).start(watcher)
@@ -357,7 +353,7 @@ def test_large_audio_goes_out_in_parts(make_daemon, watcher: Watcher) -> None:  
     assert d.alive()
 
 
-def test_a_retained_request_is_not_replayed(make_daemon, watcher: Watcher) -> None:  # noqa: F811
+def test_a_retained_request_is_not_replayed(make_daemon, watcher: Watcher) -> None:
     """A request published with retain (a publisher's mistake) must not be spoken again on
     every start or reconnect: the daemon subscribes without retained messages."""
     watcher.publish("say", {"text": "Stale retained request.", "id": "stale"}, retain=True)
@@ -369,10 +365,10 @@ def test_a_retained_request_is_not_replayed(make_daemon, watcher: Watcher) -> No
 
 
 def test_a_configured_extra_voice_is_served_and_others_refused(
-        make_daemon, watcher: Watcher, tmp_path: Path) -> None:  # noqa: F811
+        make_daemon, watcher: Watcher, tmp_path: Path) -> None:
     """`voices:` names the other voices a request may ask for: one loads on first use and
     speaks at its own rate; a voice not configured is rejected by name (never a path)."""
-    from make_tiny_voice import make_tiny_voice
+    from tests.harness.tiny_voice import make_tiny_voice
 
     extra = make_tiny_voice(tmp_path / "extra" / "second.onnx")
     cfg = json.loads(Path(f"{extra}.json").read_text())

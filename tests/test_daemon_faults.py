@@ -7,16 +7,11 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from conftest import Broker, PreparedVoices
-from daemon_harness import (  # noqa: F401 - fixtures
-    DaemonProc,
-    Watcher,
-    make_daemon,
-    wait_log,
-    watcher,
-)
-
 from edged.audio import from_wav_bytes
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.voices import PreparedVoices
+from tests.harness.watcher import Watcher
 
 
 def _ids(n: int) -> list[str]:
@@ -43,7 +38,7 @@ def _assert_exactly_once(w: Watcher, ids: list[str]) -> None:
 
 
 def test_sigkilled_daemon_with_five_queued_finishes_each_exactly_once(
-        make_daemon, watcher: Watcher) -> None:  # noqa: F811
+        make_daemon, watcher: Watcher) -> None:
     """SIGKILL with 5 requests received but unfinished (so unacknowledged): `availability`
     goes offline at once (last will); after a restart the broker redelivers them and each
     is spoken exactly once."""
@@ -65,7 +60,7 @@ def test_sigkilled_daemon_with_five_queued_finishes_each_exactly_once(
 
 
 def test_sigkilled_broker_mid_queue_every_request_finishes(
-        make_daemon, watcher: Watcher, broker: Broker) -> None:  # noqa: F811
+        make_daemon, watcher: Watcher, broker: Broker) -> None:
     """A broker killed with SIGKILL forgets sessions and subscriptions: the daemon keeps the
     requests it holds, reconnects, subscribes again (or `resume` could never reach it) and
     finishes every request once; acks for the forgotten session are not sent."""

@@ -7,14 +7,10 @@ import uuid
 from collections.abc import Callable
 
 import numpy as np
-from daemon_harness import (  # noqa: F401 - fixtures
-    DaemonProc,
-    Watcher,
-    make_daemon,
-    watcher,
-)
 
 from edged.audio import from_wav_bytes
+from tests.harness.daemon import DaemonProc
+from tests.harness.watcher import Watcher
 
 _MIXED = "明天 7:30 开会，meeting in room 4B"
 
@@ -29,8 +25,8 @@ def _entries(daemon: DaemonProc) -> set[str]:
     return {p.name for p in root.glob("??/*") if p.is_file()}
 
 
-def test_mixed_request_is_spoken_in_segments(make_daemon: Callable[..., DaemonProc],  # noqa: F811
-                                             watcher: Watcher) -> None:  # noqa: F811
+def test_mixed_request_is_spoken_in_segments(make_daemon: Callable[..., DaemonProc],
+                                             watcher: Watcher) -> None:
     """queued -> started -> finished; `segments` names each part's language, voice and length;
     one WAV at one rate holding the Mandarin speech (espeak-ng here) and the English part."""
     make_daemon(languages={"zh": "espeak:cmn"}).start(watcher)
@@ -48,8 +44,8 @@ def test_mixed_request_is_spoken_in_segments(make_daemon: Callable[..., DaemonPr
     assert speech > 1000  # the Mandarin part is speech; the tiny voice's part is silence
 
 
-def test_parts_are_cached_per_language(make_daemon: Callable[..., DaemonProc],  # noqa: F811
-                                       watcher: Watcher) -> None:  # noqa: F811
+def test_parts_are_cached_per_language(make_daemon: Callable[..., DaemonProc],
+                                       watcher: Watcher) -> None:
     """A repeated mixed phrase is served from the cache; another phrase sharing its Mandarin
     part makes only its new English part."""
     daemon = make_daemon(languages={"zh": "espeak:cmn"}).start(watcher)
@@ -66,8 +62,8 @@ def test_parts_are_cached_per_language(make_daemon: Callable[..., DaemonProc],  
     assert len(added) == 1
 
 
-def test_language_field_and_tags(make_daemon: Callable[..., DaemonProc],  # noqa: F811
-                                 watcher: Watcher) -> None:  # noqa: F811
+def test_language_field_and_tags(make_daemon: Callable[..., DaemonProc],
+                                 watcher: Watcher) -> None:
     """`language` says what Han text is; `<|jp|>` is ja; an unknown tag or language is
     rejected with a reason, and the daemon goes on."""
     make_daemon(languages={"yue": "espeak:yue", "ja": "espeak:ja"}).start(watcher)
@@ -85,8 +81,8 @@ def test_language_field_and_tags(make_daemon: Callable[..., DaemonProc],  # noqa
     assert event["event"] == "rejected" and "unknown language 'klingon'" in event["error"]
 
 
-def test_over_budget_voice_falls_back(make_daemon: Callable[..., DaemonProc],  # noqa: F811
-                                      watcher: Watcher) -> None:  # noqa: F811
+def test_over_budget_voice_falls_back(make_daemon: Callable[..., DaemonProc],
+                                      watcher: Watcher) -> None:
     """A Kokoro voice that does not fit limits.memory_mb is not loaded: the segment is spoken by
     espeak-ng (visible in `segments`), and the fallback is logged once for all requests."""
     daemon = make_daemon(languages={"zh": "kokoro:zf_xiaoxiao"},

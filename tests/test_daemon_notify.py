@@ -8,18 +8,16 @@ way systemd checks NotifyAccess=main.
 from __future__ import annotations
 
 import signal
-import socket
-import struct
-import threading
-import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import Broker
-from daemon_harness import DaemonProc, Message, Watcher, wait_log
+
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.notify import NotifyListener
+from tests.harness.watcher import Message, Watcher
 
 _WATCHDOG_USEC = 400_000
 _PING_S = _WATCHDOG_USEC / 2e6  # the daemon pings every WATCHDOG_USEC / 2
@@ -28,78 +26,6 @@ _TIMEOUT_S = 15.0
 # seconds with the real voice on this class of CPU (12 s for 850 phonemes here), while the
 # heartbeat limit is 1 s. The speaker beats only between chunks, so the heartbeat goes stale.
 _LONG_TEXT = " ".join(["the quick brown fox jumps over the lazy dog and keeps on running"] * 4)
-
-
-@dataclass
-class Datagram:
-    at: float
-    pid: int
-    fields: dict[str, str]
-
-
-class NotifyListener:
-    """The service manager's end of NOTIFY_SOCKET: records every datagram with its sender PID."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-        self.sock.bind(str(path))
-        self.sock.settimeout(0.2)  # lets the reader notice close()
-        self.got: list[Datagram] = []
-        self._cond = threading.Condition()
-        self._closed = False
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        creds_len = socket.CMSG_SPACE(struct.calcsize("3i"))
-        while not self._closed:
-            try:
-                data, anc, _flags, _addr = self.sock.recvmsg(4096, creds_len)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            pid = -1
-            for level, kind, raw in anc:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-                    pid = struct.unpack("3i", raw[: struct.calcsize("3i")])[0]
-            fields = dict(line.split("=", 1) for line in data.decode().splitlines() if line)
-            with self._cond:
-                self.got.append(Datagram(time.monotonic(), pid, fields))
-                self._cond.notify_all()
-
-    def mark(self) -> int:
-        with self._cond:
-            return len(self.got)
-
-    def wait(self, pred: Callable[[Datagram], bool], start: int = 0,
-             timeout: float = _TIMEOUT_S) -> int:
-        """Index of the first datagram from `start` on that matches; AssertionError on timeout."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for i in range(start, len(self.got)):
-                    if pred(self.got[i]):
-                        return i
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    tail = [d.fields for d in self.got[-6:]]
-                    raise AssertionError(f"no matching datagram in {timeout} s; last: {tail}")
-                self._cond.wait(left)
-
-    def wait_key(self, key: str, start: int = 0, timeout: float = _TIMEOUT_S) -> int:
-        return self.wait(lambda d: key in d.fields, start, timeout)
-
-    def pings(self, start: int = 0, end: int | None = None) -> list[float]:
-        with self._cond:
-            return [d.at for d in self.got[start:end] if "WATCHDOG" in d.fields]
-
-    def close(self) -> None:
-        self._closed = True
-        self._thread.join(2)
-        self.sock.close()
 
 
 @pytest.fixture

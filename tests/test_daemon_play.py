@@ -8,16 +8,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from alsa_sink import install, install_none
-from conftest import EDGED, ROOT
-from daemon_harness import Watcher, make_daemon, watcher  # noqa: F401 - fixtures
 
 from edged.audio import from_wav_bytes
+from tests.harness.alsa_sink import install, install_none
+from tests.harness.paths import EDGED, ROOT
+from tests.harness.watcher import Watcher
 
 _LONG = " ".join(f"Sentence number {i} of a long announcement that keeps going." for i in range(8))
 
 
-def test_output_both_plays_and_publishes(make_daemon, watcher: Watcher,  # noqa: F811
+def test_output_both_plays_and_publishes(make_daemon, watcher: Watcher,
                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """output: both: the announcement reaches the audio device and the WAV is published;
     `finished` reports the playback figures."""
@@ -35,7 +35,7 @@ def test_output_both_plays_and_publishes(make_daemon, watcher: Watcher,  # noqa:
     assert d.alive()
 
 
-def test_skip_interrupts_playback(make_daemon, watcher: Watcher,  # noqa: F811
+def test_skip_interrupts_playback(make_daemon, watcher: Watcher,
                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`skip` stops the loudspeaker mid-announcement: the request fails as skipped long
     before its audio would have ended, and the next request plays normally."""
@@ -67,7 +67,7 @@ def test_play_without_an_audio_device_fails_at_start(tmp_path: Path, tiny_voice_
     assert last.startswith("edged: audio: ") and "output: publish" in last
 
 
-def test_no_device_with_fallback_publishes_instead(make_daemon, watcher: Watcher,  # noqa: F811
+def test_no_device_with_fallback_publishes_instead(make_daemon, watcher: Watcher,
                                                    tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """audio.fallback_to_publish: with no device at all the daemon still starts, and each

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edged.donelog import DoneLog
-from edged.jobqueue import JobQueue, QueueFull
+from edged.daemon.donelog import DoneLog
+from edged.daemon.jobqueue import JobQueue, QueueFull
 
 
 def test_priorities_then_arrival_order() -> None:

@@ -8,8 +8,11 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from conftest import EDGED, ROOT, Broker, free_port
-from daemon_harness import DaemonProc, Watcher, wait_log
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.paths import EDGED, ROOT
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 
 def _port_open(port: int) -> bool:

@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Broker, free_port
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-from daemon_harness import DaemonProc, Watcher, wait_log
+
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 _PASSWORD = "s3cret-Pw-9f1c"
 _ADMIN_PASSWORD = "adm1n-pw"

@@ -9,11 +9,14 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import Broker, PreparedVoices, free_port
-from daemon_harness import DaemonProc, Watcher
 
 from edged.audio import from_wav_bytes
-from edged.voice.windows import DECODE_WINDOW_FRAMES
+from edged.voice.piper.windows import DECODE_WINDOW_FRAMES
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc
+from tests.harness.ports import free_port
+from tests.harness.voices import PreparedVoices
+from tests.harness.watcher import Watcher
 
 pytestmark = pytest.mark.voice
 _HOP = 256

@@ -9,19 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from edged.device_state import DeviceSettings, Recent, SettingError
-from edged.events import Failed, Finished
+from edged.daemon.device_state import DeviceSettings, Recent, SettingError
+from edged.daemon.events import Failed, Finished
 
 _VOICES = ("en_US-joe-medium", "other")
 
 
 def test_settings_are_saved_and_read_back(tmp_path: Path) -> None:
-    """What Home Assistant sets holds after a restart."""
+    """What Home Assistant sets holds after a restart (the daemon closes its settings when it
+    stops: what is pending is saved)."""
     path = tmp_path / "state" / "device.json"
     settings = DeviceSettings.load(path, _VOICES)
     assert (settings.volume, settings.voice) == (100, None)
     settings.set_volume("40.0")
     settings.set_voice("other")
+    settings.close()  # saved by its own thread: what stopping the daemon waits for
     again = DeviceSettings.load(path, _VOICES)
     assert (again.volume, again.voice, again.volume_factor) == (40, "other", 0.4)
 
@@ -74,12 +76,13 @@ def test_recent_keeps_the_last_outcome_and_the_last_uncached_first_audio() -> No
     """The last announcement (any outcome) and the first-audio time of the last one that was
     synthesized: a cached one after it does not hide that figure."""
     recent = Recent()
-    assert recent.state() == {"last": None, "last_uncached_first_audio_ms": None}
+    assert recent.last() == (None, None)
     recent.record("Hello.", Finished("a", cached=False, first_audio_ms=180.0))
     recent.record("Hello.", Finished("b", cached=True, first_audio_ms=9.0))
-    assert recent.state() == {"last": {"id": "b", "text": "Hello.", "outcome": "finished"},
-                              "last_uncached_first_audio_ms": 180.0}
+    last, first_audio_ms = recent.last()
+    assert last is not None and first_audio_ms == 180.0
+    assert last.to_json() == {"id": "b", "text": "Hello.", "outcome": "finished"}
     recent.record("x" * 300, Failed("c", error="cleared"))
-    last = recent.state()["last"]
-    assert last["outcome"] == "failed" and last["error"] == "cleared"
-    assert len(last["text"]) == 200 and last["text"].endswith("…")
+    last, _ = recent.last()
+    assert last is not None and last.outcome == "failed" and last.error == "cleared"
+    assert len(last.text) == 200 and last.text.endswith("…")

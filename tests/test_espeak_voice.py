@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from edged.audio.loudness import gated_rms_db
 from edged.frontend.phonemes import phonemize
-from edged.playback.loudness import gated_rms_db
 from edged.voice.espeak import EspeakVoice
 
 # (espeak voice, reference sentence, shortest, longest plausible seconds)

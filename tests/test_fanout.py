@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from edged.events import Fanout, Finished, Queued, Started
+from edged.daemon.events import Fanout, Finished, Queued, Started
 
 
 def test_every_listener_gets_the_same_events_in_order() -> None:

@@ -11,9 +11,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from fuzz_configs import ConfigFuzzer
 
 from edged.checks import check_config_file
+from tests.harness.fuzz_configs import ConfigFuzzer
 
 _HANG_S = 10.0
 """Not a speed target (a document takes milliseconds): the issue's bound for a hung check."""

@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import Broker, free_port
-from daemon_harness import DaemonProc, Watcher
-from fuzz_payloads import TOPICS, PayloadFuzzer
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
-from test_hardening import peak_rss_mb
+
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, peak_rss_mb
+from tests.harness.fuzz_payloads import TOPICS, PayloadFuzzer
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 _BATCH = 25
 _MAX_CHARS = 500
@@ -142,7 +144,7 @@ def _batch(h: House, fuzzer: PayloadFuzzer, picks: list[str]) -> Counter[str]:
     h.w.publish("control", {"action": "resume", "id": resume})
     h.w.say({"text": "Sentinel.", "id": sentinel, "priority": "low"})
     h.w.client.publish(h.topics["pool"], f'{{"text": "Sentinel.", "id": "{pool_sentinel}", '
-                       f'"reply_to": "{h.house}-r/x"}}', qos=1)
+                       f'"reply_to": "{h.house}/reply/x"}}', qos=1)
     h.w.final(sentinel, _FINAL_S)
     h.ws.final(pool_sentinel, _FINAL_S)
     context = f"payloads {fuzzer.count}, sent {dict(sent)}"
@@ -158,7 +160,9 @@ def _batch(h: House, fuzzer: PayloadFuzzer, picks: list[str]) -> Counter[str]:
     kinds += _answers([e for e in synth if e["id"] != pool_sentinel], sent["pool"],
                       expected["synth"], context)
     configs = [m for m in h.ha.messages[marks[2]:] if m.payload]
-    assert len(configs) == online, context
+    # HA's `online` republishes the config at most once a second (issue 28: a burst of them
+    # once, not once each; test_hardening_doors.py counts it), so never more than once each.
+    assert len(configs) <= online, context
     kinds["expected"] = len(expected["member"]) + len(expected["synth"])
     kinds["settings_rejected"] = bad_settings
     return kinds
@@ -166,7 +170,7 @@ def _batch(h: House, fuzzer: PayloadFuzzer, picks: list[str]) -> Counter[str]:
 
 def _fuzz(h: House, seed: int, per_topic: int, topics: tuple[str, ...]) -> Counter[str]:
     fuzzer = PayloadFuzzer(seed, f"f{seed}", 12 * _MAX_CHARS + 1024,  # the default limit
-                           reply_base=f"{h.house}-r")
+                           reply_base=f"{h.house}/reply")
     counts = Counter({t: 0 for t in topics})
     total: Counter[str] = Counter()
     while min(counts.values()) < per_topic:

@@ -2,27 +2,27 @@
 own events (its device_id in every one); a start instant (play_at, or start_in_ms + sent_at) where
 the player starts the first sample, to the frame, or says how late it was (groups_late).
 
-The player tests play through a real PortAudio device (the ALSA file sink, tests/alsa_sink.py)
+The player tests play through a real PortAudio device (the ALSA file sink, tests/harness/alsa_sink.py)
 and check the player's own account of when the first sample sounds against the instant: the
 skew between two daemons is measured in bench/skew.py (timing stays out of the tests).
 """
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from pathlib import Path
 
-import alsa_sink
 import numpy as np
 import pytest
-from conftest import Broker
-from daemon_harness import DaemonProc, Watcher, daemon, make_daemon, watcher  # noqa: F401 - fixtures
-from test_player import RATE, _tone
 
 from edged.config import AudioConfig, ConfigError, parse_config
 from edged.playback import Player
+from tests.harness import alsa_sink
+from tests.harness.alsa_sink import RATE
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc
+from tests.harness.watcher import Watcher
 
 _TIMEOUT_S = 20.0
 
@@ -42,7 +42,7 @@ def test_the_first_sample_sounds_at_the_instant_with_exact_silence_before_it(tmp
     player = Player(AudioConfig(preroll_ms=100, fade_ms=0, normalize=False))
     try:
         player.check_device()
-        tone = _tone(440, 0.2)
+        tone = alsa_sink.tone(440, 0.2)
         # Far enough ahead that opening the device on a loaded machine is not late.
         start_at = time.monotonic() + 1.5
         report = player.play(iter([tone]), start_at=start_at)
@@ -67,7 +67,7 @@ def test_a_start_instant_already_past_plays_late_or_is_skipped(tmp_path, monkeyp
     sink = alsa_sink.install(tmp_path, monkeypatch)
     player = Player(AudioConfig(preroll_ms=50, fade_ms=0, normalize=False))
     try:
-        tone = _tone(440, 0.1)
+        tone = alsa_sink.tone(440, 0.1)
         start_at = time.monotonic() - 0.5
         report = player.play(iter([tone]), start_at=start_at, skip_late=skip)
     finally:
@@ -117,7 +117,7 @@ def _member(make, house: str, name: str, **more) -> DaemonProc:
 
 
 def test_one_group_request_is_spoken_by_every_member_each_with_its_device_id(
-        make_daemon, broker: Broker, house: str) -> None:  # noqa: F811
+        make_daemon, broker: Broker, house: str) -> None:
     """Two members of `all`: one message on <group_prefix>/group/all/say, each member queues,
     starts and finishes it on its own <p>/event with its own device_id in every event, and
     publishes its own audio; a group it is not in does not reach it."""
@@ -144,7 +144,7 @@ def test_one_group_request_is_spoken_by_every_member_each_with_its_device_id(
             w.close()
 
 
-def test_start_in_ms_needs_sent_at_and_far_instants_are_refused(daemon, watcher) -> None:  # noqa: F811
+def test_start_in_ms_needs_sent_at_and_far_instants_are_refused(daemon, watcher) -> None:
     """start_in_ms without sent_at, and an instant more than 60 s ahead, are rejected with
     their reason (the member would otherwise hold its loudspeaker, or guess the instant)."""
     now_ms = time.time() * 1000
@@ -159,7 +159,7 @@ def test_start_in_ms_needs_sent_at_and_far_instants_are_refused(daemon, watcher)
 
 
 def test_a_group_request_plays_at_its_instant_on_each_member(
-        make_daemon, broker: Broker, house: str, tmp_path: Path,  # noqa: F811
+        make_daemon, broker: Broker, house: str, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """output: play through the ALSA file sink: a group request with start_in_ms + sent_at
     finishes with play_at = sent_at + start_in_ms and late_ms 0 (by the member's clock); one
@@ -193,7 +193,7 @@ def test_a_group_request_plays_at_its_instant_on_each_member(
             w.close()
 
 
-def test_clock_state_and_groups_are_in_the_state(daemon, watcher) -> None:  # noqa: F811
+def test_clock_state_and_groups_are_in_the_state(daemon, watcher) -> None:
     """<p>/state says the device's role, groups and what the kernel says of its clock
     (adjtimex: synchronized or not, and the error bounds)."""
     state = watcher.wait(lambda m: m.topic.endswith("/state")).json()
@@ -201,4 +201,4 @@ def test_clock_state_and_groups_are_in_the_state(daemon, watcher) -> None:  # no
     clock = state["clock"]
     assert isinstance(clock["synchronized"], bool)
     assert clock["max_error_ms"] >= 0 and clock["est_error_ms"] >= 0
-    assert json.dumps(clock)
+    assert set(clock) == {"synchronized", "max_error_ms", "est_error_ms"}  # docs/mqtt.md's block

@@ -16,29 +16,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-from conftest import Broker
-from daemon_harness import (  # noqa: F401 - fixtures
-    DaemonProc,
-    Watcher,
-    make_daemon,
-    wait_log,
-    watcher,
-)
-from test_daemon_notify import NotifyListener
+
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, peak_rss_mb, wait_log
+from tests.harness.notify import NotifyListener
+from tests.harness.watcher import Watcher
 
 _MB = 1 << 20
 
 
 def _rid() -> str:
     return f"h-{uuid.uuid4().hex[:10]}"
-
-
-def peak_rss_mb(pid: int) -> float:
-    """The process's peak resident set (VmHWM), in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM in /proc/PID/status")
 
 
 def _state(w: Watcher, pred: Callable[[dict], bool], start: int = 0) -> dict:
@@ -56,7 +44,7 @@ def _ping(w: Watcher, timeout: float = 10.0) -> None:
 
 
 def test_a_60_mb_payload_never_reaches_the_daemon_and_it_keeps_speaking(
-        make_daemon, watcher: Watcher, broker: Broker) -> None:  # noqa: F811
+        make_daemon, watcher: Watcher, broker: Broker) -> None:
     """The daemon announces its largest request as the MQTT 5 Maximum Packet Size: the broker
     drops a 60 MB publish instead of sending it (peak RSS grows by far less than 100 MB, the
     issue's bound), it is not redelivered after a restart, and the daemon keeps speaking."""
@@ -82,7 +70,7 @@ def test_a_60_mb_payload_never_reaches_the_daemon_and_it_keeps_speaking(
 
 
 def test_a_payload_over_the_request_limit_but_within_the_packet_is_refused_and_counted(
-        make_daemon, watcher: Watcher) -> None:  # noqa: F811
+        make_daemon, watcher: Watcher) -> None:
     """What the broker lets through but the daemon refuses (the request limit plus the room
     for topic and header) is rejected under its id and counted in `refused` in the state."""
     make_daemon(limits={"max_chars": 100, "max_request_bytes": 2000}).start(watcher)
@@ -121,7 +109,7 @@ def _bad_configs(d: DaemonProc, tmp_path: Path) -> list[tuple[str, str]]:
 
 
 def test_a_refused_reload_keeps_the_daemon_running_and_says_why(
-        make_daemon, watcher: Watcher, tmp_path: Path, monkeypatch) -> None:  # noqa: F811
+        make_daemon, watcher: Watcher, tmp_path: Path, monkeypatch) -> None:
     """SIGHUP with a config that would not start (a 5,000-digit integer, '#' in the topic
     prefix, NaN, a password file that is not UTF-8, a duplicate key): the same process keeps
     serving with its old config and says why in the log, STATUS= and `reload_error` in
@@ -154,7 +142,7 @@ def test_a_refused_reload_keeps_the_daemon_running_and_says_why(
 
 
 def test_a_fifo_in_place_of_a_cache_entry_is_replaced_not_waited_on(
-        make_daemon, watcher: Watcher) -> None:  # noqa: F811
+        make_daemon, watcher: Watcher) -> None:
     """A FIFO planted under a cache entry's name is noticed (not a regular file), removed and
     the phrase made again; before, opening it blocked the announcer thread for ever."""
     d = make_daemon(cache={"memory_mb": 0}).start(watcher)  # every hit reads the file
@@ -178,7 +166,7 @@ def test_a_fifo_in_place_of_a_cache_entry_is_replaced_not_waited_on(
 
 
 def test_rejections_of_unparsable_json_carry_the_payloads_valid_id(
-        make_daemon, watcher: Watcher) -> None:  # noqa: F811
+        make_daemon, watcher: Watcher) -> None:
     """Duplicate fields, JSON nested too deep, invalid JSON and a bad control request: the
     `rejected` event carries the payload's valid id, so the sender can match it."""
     make_daemon().start(watcher)
@@ -197,7 +185,7 @@ def test_rejections_of_unparsable_json_carry_the_payloads_valid_id(
 
 
 def test_control_characters_the_docs_forbid_are_rejected(
-        make_daemon, watcher: Watcher) -> None:  # noqa: F811
+        make_daemon, watcher: Watcher) -> None:
     """Text may hold tab and newline only: CR, NEL (U+0085), CSI (U+009B), DEL and a lone
     surrogate are rejected naming the character; nothing of them is spoken."""
     make_daemon().start(watcher)

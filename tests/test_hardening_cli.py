@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EDGED, ROOT
+
+from tests.harness.paths import EDGED, ROOT
 
 _TIMEOUT_S = 60
 _AS_LIMIT = 2 << 30

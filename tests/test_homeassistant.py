@@ -19,17 +19,13 @@ from typing import Any
 import jinja2
 import numpy as np
 import pytest
-from conftest import DATA, EDGED, ROOT, Broker
-from daemon_harness import (  # noqa: F401 - fixtures
-    DaemonProc,
-    Message,
-    Watcher,
-    make_daemon,
-    watcher,
-)
 
 from edged import __version__
 from edged.audio import Audio, from_wav_bytes, with_volume
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc
+from tests.harness.paths import DATA, EDGED, ROOT
+from tests.harness.watcher import Message, Watcher
 
 _TIMEOUT_S = 15.0
 
@@ -85,7 +81,7 @@ def _state(w: Watcher, check: Callable[[dict], bool], start: int = 0) -> dict:
 
 
 def test_the_device_config_is_published_retained_exactly(
-        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher,  # noqa: F811
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher,
         other_voice: Path, broker: Broker) -> None:
     """One retained config on <prefix>/device/<device_id>/config with every entity, each command
     at QoS 1, the availability topic, and the voices this device has; a client subscribing later
@@ -101,8 +97,8 @@ def test_the_device_config_is_published_retained_exactly(
     assert again.retain and again.payload == got.payload
 
 
-def test_discovery_off_removes_the_device(make_daemon: Callable[..., DaemonProc],  # noqa: F811
-                                          watcher: Watcher, dp: Watcher) -> None:  # noqa: F811
+def test_discovery_off_removes_the_device(make_daemon: Callable[..., DaemonProc],
+                                          watcher: Watcher, dp: Watcher) -> None:
     """homeassistant.discovery: false publishes the empty retained config (the device and its
     entities go away in Home Assistant) instead of the config."""
     first = _ha_daemon(make_daemon, dp).start(watcher)
@@ -116,8 +112,8 @@ def test_discovery_off_removes_the_device(make_daemon: Callable[..., DaemonProc]
     assert all(m.payload == b"" for m in dp.messages[mark:] if m.topic == _config_topic(dp))
 
 
-def test_edged_ha_remove_publishes_the_empty_config(make_daemon: Callable[..., DaemonProc],  # noqa: F811
-                                                    watcher: Watcher, dp: Watcher) -> None:  # noqa: F811
+def test_edged_ha_remove_publishes_the_empty_config(make_daemon: Callable[..., DaemonProc],
+                                                    watcher: Watcher, dp: Watcher) -> None:
     """`edged ha remove` removes the device with the daemon's broker settings, without taking
     over the daemon's session (the daemon stays connected)."""
     daemon = _ha_daemon(make_daemon, dp).start(watcher)
@@ -144,7 +140,7 @@ def test_edged_ha_remove_without_a_broker_is_one_line(tmp_path: Path) -> None:
 
 
 def test_home_assistant_coming_back_gets_the_config_again(
-        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher) -> None:  # noqa: F811
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher) -> None:
     """`online` on <discovery_prefix>/status (HA's birth message) makes the daemon publish its
     config, `online` and its state again; `offline` there changes nothing."""
     _ha_daemon(make_daemon, dp).start(watcher)
@@ -168,7 +164,7 @@ def _render_notify(config: dict[str, Any], message: str) -> str:
 
 
 def test_the_notify_template_round_trips_tricky_text_to_a_spoken_announcement(
-        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher) -> None:  # noqa: F811
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher) -> None:
     """Quotes, backslashes, braces, a newline and non-ASCII in a notify message come out of the
     template as a request the daemon speaks (finished), and the state's last announcement is the
     very text."""
@@ -187,7 +183,7 @@ def test_the_notify_template_round_trips_tricky_text_to_a_spoken_announcement(
 
 
 def test_buttons_and_the_pause_switch_act_on_the_daemon(
-        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher) -> None:  # noqa: F811
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher) -> None:
     """The payloads the entities send: pause holds the queue (state paused), clear empties it
     (failed: cleared), resume goes on; stop and skip are answered."""
     _ha_daemon(make_daemon, dp).start(watcher)
@@ -217,7 +213,7 @@ def _spoken(w: Watcher, request_id: str) -> Audio:
 
 
 def test_the_volume_number_scales_every_output_and_survives_a_restart(
-        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher) -> None:  # noqa: F811
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher) -> None:
     """A volume set from Home Assistant (its number sends "40.0") is in the state, scales the
     audio by the one volume rule, is saved in mqtt.state_dir and holds after a restart."""
     daemon = _ha_daemon(make_daemon, dp).start(watcher)
@@ -235,7 +231,7 @@ def test_the_volume_number_scales_every_output_and_survives_a_restart(
 
 
 def test_the_voice_select_sets_the_voice_of_requests_without_one(
-        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher,  # noqa: F811
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher,
         other_voice: Path) -> None:
     """The select's option goes to <prefix>/set/voice: the state shows it, requests that name no
     voice are spoken with it, a request that names one keeps its own."""
@@ -257,7 +253,7 @@ def test_the_voice_select_sets_the_voice_of_requests_without_one(
     ("set/voice", b"\xff\xfe", "not valid UTF-8"),
 ])
 def test_a_bad_setting_is_rejected_with_its_reason(
-        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher, suffix: str,  # noqa: F811
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher, dp: Watcher, suffix: str,
         payload: str | bytes, reason: str) -> None:
     """A settings payload the daemon cannot take gets a `rejected` event saying why; the setting
     stays as it was."""

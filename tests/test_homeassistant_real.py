@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, free_port
-from daemon_harness import DaemonProc, Watcher
+
+from tests.harness.daemon import DaemonProc
+from tests.harness.paths import ROOT
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 pytestmark = [pytest.mark.long, pytest.mark.ha]
 

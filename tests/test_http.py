@@ -16,15 +16,14 @@ import httpx
 import numpy as np
 import pytest
 import soundfile
-from http_harness import HttpDaemon
 
 from edged.memory import rss_mb
+from tests.harness.cases import LONG, LONG_SETTINGS
+from tests.harness.http_daemon import HttpDaemon
 
 TEXT = "Hello there. This is edged."
 # One long stream: every sentence is followed by 5 s of silence (sentence_pause_ms), so its
 # audio (hundreds of MB) can never fit in the socket buffers: the server must wait for a reader.
-LONG = "A. " * 1500
-LONG_SETTINGS = {"voice": {"sentence_pause_ms": 5000}, "limits": {"max_chars": 5000}}
 
 
 def _frames(wav: bytes) -> np.ndarray:
@@ -35,7 +34,7 @@ def _frames(wav: bytes) -> np.ndarray:
 def test_tts_answers_the_voice_audio_as_wav_then_from_the_cache(http: HttpDaemon) -> None:
     """POST /api/tts streams a WAV holding exactly the voice's samples; the same request again
     is answered from the phrase cache, with its exact length."""
-    expected = http.app.speech.pool.get().synthesize(TEXT).samples
+    expected = http.app.speech.voices.get().synthesize(TEXT).samples
     with http.client() as client:
         first = client.post("/api/tts", json={"text": TEXT})
         second = client.post("/api/tts", json={"text": TEXT})
@@ -51,7 +50,7 @@ def test_tts_answers_the_voice_audio_as_wav_then_from_the_cache(http: HttpDaemon
 def test_get_tts_from_an_address_bar_with_volume_and_pcm(http: HttpDaemon) -> None:
     """GET /api/tts?text=... takes the same fields from the query; pcm is raw s16le with its
     rate in a header; volume scales the samples."""
-    expected = http.app.speech.pool.get().synthesize(TEXT).samples
+    expected = http.app.speech.voices.get().synthesize(TEXT).samples
     with http.client() as client:
         response = client.get("/api/tts", params={"text": TEXT, "format": "pcm",
                                                   "volume": "0.5"})
@@ -68,7 +67,7 @@ def test_get_tts_from_an_address_bar_with_volume_and_pcm(http: HttpDaemon) -> No
 def test_compressed_formats_decode_to_the_same_length(http: HttpDaemon, fmt: str,
                                                       content_type: str, rate: int) -> None:
     """mp3, flac and Ogg Opus come as real files of the utterance's duration."""
-    duration = len(http.app.speech.pool.get().synthesize(TEXT).samples) / 16000
+    duration = len(http.app.speech.voices.get().synthesize(TEXT).samples) / 16000
     with http.client() as client:
         response = client.post("/api/tts", json={"text": TEXT, "format": fmt})
     assert response.status_code == 200
@@ -122,7 +121,7 @@ def test_batch_gives_a_zip_of_wavs_each_cached(http: HttpDaemon) -> None:
     assert response.status_code == 200 and response.headers["content-type"] == "application/zip"
     archive = zipfile.ZipFile(io.BytesIO(response.content))
     assert archive.namelist() == ["001.wav", "002.wav", "003.wav"]
-    voice = http.app.speech.pool.get()
+    voice = http.app.speech.voices.get()
     for name, text in zip(archive.namelist(), texts, strict=True):
         np.testing.assert_array_equal(_frames(archive.read(name)), voice.synthesize(text).samples)
     assert [r.headers["x-edged-cached"] for r in again] == ["true"] * 3

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from daemon_harness import Watcher
-from http_harness import HttpDaemon, SseReader
+
+from tests.harness.http_daemon import HttpDaemon, SseReader
+from tests.harness.watcher import Watcher
 
 KEY = "s3cret-key-for-tests"
 

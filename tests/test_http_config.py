@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
 
 from edged.config import ConfigError, HttpConfig, parse_config
+from tests.harness.paths import ROOT
 
 
 def test_defaults_are_on_loopback_8093_without_key_or_cors() -> None:

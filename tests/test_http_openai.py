@@ -11,8 +11,9 @@ import numpy as np
 import openai
 import pytest
 import soundfile
-from http_harness import HttpDaemon
-from test_http import LONG, LONG_SETTINGS
+
+from tests.harness.cases import LONG, LONG_SETTINGS
+from tests.harness.http_daemon import HttpDaemon
 
 KEY = "sk-edged-test"
 TEXT = "Hello from the OpenAI client."
@@ -42,7 +43,7 @@ def test_sdk_writes_an_mp3_file_that_decodes(served: Callable[..., HttpDaemon],
     client = _client(daemon)
     out = tmp_path / "speech.mp3"
     client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT).write_to_file(out)
-    expected = daemon.app.speech.pool.get().synthesize(TEXT).samples
+    expected = daemon.app.speech.voices.get().synthesize(TEXT).samples
     samples, rate = soundfile.read(out, dtype="int16")
     assert rate == 16000 and len(samples) / rate == pytest.approx(len(expected) / 16000, abs=0.08)
     wav = client.audio.speech.create(model="tts-1-hd", voice="nova", input=TEXT,

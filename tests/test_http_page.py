@@ -14,12 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Broker, PreparedVoices
-from http_harness import HttpDaemon
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.harness.broker import Broker
+from tests.harness.http_daemon import HttpDaemon
+from tests.harness.voices import PreparedVoices
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

@@ -11,8 +11,10 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from conftest import free_port
-from daemon_harness import DaemonProc, Watcher, wait_log
+
+from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from asr import Recognizer, corpus_lines, wer, word_errors
-from conftest import PreparedVoices
 
 from edged.config import parse_config
 from edged.voice import load_voice
+from tests.harness.asr import Recognizer, corpus_lines, wer, word_errors
+from tests.harness.voices import PreparedVoices
 
 _MAX_WER = 0.25
 

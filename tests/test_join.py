@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from edged.audio import Audio
-from edged.playback.loudness import gated_rms_db
+from edged.audio.loudness import gated_rms_db
 from edged.synthesis.join import TARGET_DBFS, Joiner
 
 

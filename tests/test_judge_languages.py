@@ -23,15 +23,19 @@ ASR = REPO / "tests" / "data" / "asr"
 SETS = REPO / "tests" / "data" / "intelligibility"
 LINES = 6
 # language -> (what is scored, bound). Measured on these lines (dev set, first 6; mixed: first
-# 4 of each kind) with the default voices; the bound adds the judge's noise on ~60-100 tokens.
+# 4 of each kind) with the default voices (bench/results/intelligibility-dev.json's run): en WER
+# 0.021, zh CER 0.105, ja 0.165, ko 0.071, yue toneless Jyutping 0.486, zh+en CJK part 0.167,
+# ja+en 0.136. The bound adds about three times the judge's noise on 30-95 tokens (and Piper's
+# noise for English); espeak-ng, what a broken Kokoro voice falls back to, scores 0.6-0.9 on
+# each (yue 0.81), so a fallback fails here.
 BOUNDS: dict[str, tuple[str, float]] = {
-    "en": ("value", 0.15),
+    "en": ("value", 0.10),
     "zh": ("value", 0.20),
-    "ja": ("value", 0.22),
-    "ko": ("value", 0.35),
-    "yue": ("jyutping", 0.80),
-    "zh+en": ("cjk_cer", 0.25),
-    "ja+en": ("cjk_cer", 0.25),
+    "ja": ("value", 0.26),
+    "ko": ("value", 0.18),
+    "yue": ("jyutping", 0.62),
+    "zh+en": ("cjk_cer", 0.30),
+    "ja+en": ("cjk_cer", 0.28),
 }
 
 
@@ -78,8 +82,8 @@ def judged(tmp_path_factory: pytest.TempPathFactory, judge_python: Path,
         spec.write_text(json.dumps({"system": "edged", "voices": str(voices_dir),
                                     "cache": str(work / "cache"), "languages": {},
                                     "lines": lines}), encoding="utf-8")
-        subprocess.run([sys.executable, str(REPO / "bench" / "intelligibility_worker.py"),
-                        str(spec)], check=True, timeout=1800, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "bench.intelligibility_worker", str(spec)],
+                       check=True, timeout=1800, stdout=subprocess.DEVNULL, cwd=REPO)
         tsv = work / f"{lang}.tsv"
         tsv.write_text("".join(f"{r['text']}\t{r['ref']}\t{r['lang']}\n" for r in rows),
                        encoding="utf-8")

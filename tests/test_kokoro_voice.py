@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import EDGED
+
+from tests.harness.paths import EDGED
 
 pytestmark = pytest.mark.long
 
@@ -28,7 +29,7 @@ def voices_dir() -> Path:
 @pytest.fixture(scope="module")
 def kokoro(tmp_path_factory: pytest.TempPathFactory, voices_dir: Path) -> dict:
     """The Japanese and the Mandarin voice, loaded as the daemon loads them."""
-    from edged.voice.kokoro import load_kokoro
+    from edged.voice.kokoro.voice import load_kokoro
 
     cache = tmp_path_factory.mktemp("kokoro-cache")
     options = {"cache_dir": cache, "dirs": [voices_dir], "threads": 2, "sentence_pause_ms": 200,

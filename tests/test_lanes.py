@@ -17,7 +17,7 @@ import pytest
 
 from edged.audio import Audio
 from edged.synthesis import Scheduler
-from edged.voice.lanes import Ahead, Claimable, Job, current_lanes
+from edged.voice.lanes import Ahead, Claimable, LaneJob, Lanes
 
 _TIMEOUT_S = 10.0
 
@@ -54,7 +54,6 @@ def test_without_lanes_every_job_runs_inline_in_order() -> None:
     assert [ahead.pop() for _ in range(3)] == [0, 1, 2]
     me = threading.current_thread().name
     assert log == [f"j0@{me}", f"j1@{me}", f"j2@{me}"]
-    assert current_lanes() is None
 
 
 def test_the_head_is_not_offered_and_a_job_nobody_started_runs_inline() -> None:
@@ -109,7 +108,7 @@ def test_a_job_error_is_raised_where_its_result_is_taken() -> None:
 def test_a_job_runs_once_whoever_claims_it() -> None:
     """A worker and the stream racing for a job: one claims it, the other gets its result."""
     runs: list[int] = []
-    job = Job(lambda: runs.append(1) or 7)
+    job = LaneJob(lambda: runs.append(1) or 7)
     assert job.claim() and not job.claim()
     job.run()
     assert job.result() == 7 and runs == [1]
@@ -133,14 +132,14 @@ def test_scheduler_workers_take_a_streams_jobs_and_it_keeps_order() -> None:
                 helped.set()
             return i
 
-        def steps() -> Iterator[Audio]:
-            ahead: Ahead[int] = Ahead(current_lanes())
+        def steps(lanes: Lanes | None) -> Iterator[Audio]:
+            ahead: Ahead[int] = Ahead(lanes)
             for i in range(6):
                 ahead.push(lambda i=i: window(i))  # type: ignore[misc]
             while ahead:
                 yield _chunk(ahead.pop())
 
-        chunks = [int(c.samples[0]) for c in scheduler.submit(steps(), rank=2, source="a")]
+        chunks = [int(c.samples[0]) for c in scheduler.submit(steps, rank=2, source="a")]
         assert chunks == [0, 1, 2, 3, 4, 5]
         assert helped.is_set() and len(set(threads)) == 2, threads
     finally:
@@ -168,8 +167,8 @@ def test_a_critical_stream_gets_the_next_free_worker_before_queued_jobs() -> Non
                 return 0
             return run
 
-        def normal() -> Iterator[Audio]:
-            ahead: Ahead[int] = Ahead(current_lanes())
+        def normal(lanes: Lanes | None) -> Iterator[Audio]:
+            ahead: Ahead[int] = Ahead(lanes)
             for i in range(6):
                 ahead.push(blocking(f"n{i}"))
             while ahead:
@@ -180,10 +179,10 @@ def test_a_critical_stream_gets_the_next_free_worker_before_queued_jobs() -> Non
             critical_ran.set()
             yield _chunk(9)
 
-        slow = scheduler.submit(normal(), rank=2, source="a")
+        slow = scheduler.submit(normal, rank=2, source="a")
         next(slow)  # n0 done: the step now runs n2 while a worker runs n1 (or the reverse)
         busy.wait()
-        urgent = scheduler.submit(critical(), rank=0, source="b")
+        urgent = scheduler.submit(lambda _lanes: critical(), rank=0, source="b")
         release.set()
         assert [int(c.samples[0]) for c in urgent] == [9]
         assert len(list(slow)) == 5
@@ -210,16 +209,16 @@ def test_jobs_of_a_closed_stream_are_not_run() -> None:
             closed.wait(_TIMEOUT_S)
             return 0
 
-        def many() -> Iterator[Audio]:
-            ahead: Ahead[int] = Ahead(current_lanes())
+        def many(lanes: Lanes | None) -> Iterator[Audio]:
+            ahead: Ahead[int] = Ahead(lanes)
             ahead.push(head)
             for i in range(1, 8):
                 ahead.push(lambda i=i: ran.append(i) or i)  # type: ignore[misc]
             yield _chunk(ahead.pop())
 
-        blocker = scheduler.submit(occupy(), rank=2, source="b")
+        blocker = scheduler.submit(lambda _lanes: occupy(), rank=2, source="b")
         assert inside.wait(_TIMEOUT_S)  # one worker is held: the other steps `many`
-        stream = scheduler.submit(many(), rank=3, source="a")
+        stream = scheduler.submit(many, rank=3, source="a")
         assert in_head.wait(_TIMEOUT_S)  # both workers busy, seven jobs offered
         stream.close()
         closed.set()

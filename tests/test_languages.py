@@ -8,8 +8,8 @@ import pytest
 
 from edged.config import parse_config
 from edged.languages import LanguageError, check_tags, language_code, segment
-from edged.languages.route import Router
-from edged.voice import VoicePool
+from edged.synthesis.route import Router
+from edged.voice import LoadedVoices
 
 # (text, options, expected [(language, segment text)])
 _TABLE: list[tuple[str, dict[str, str], list[tuple[str, str]]]] = [
@@ -107,7 +107,7 @@ def router(tiny_voice_path: Path, tmp_path: Path) -> Router:
         "languages": {"zh": "kokoro:zz_absent", "yue": "espeak:yue", "ko": "espeak:ko"},
         "cache": {"dir": str(tmp_path / "cache")},
     }, tmp_path)
-    return Router(config, VoicePool(config, budget_mb=100_000))
+    return Router(config, LoadedVoices(config, budget_mb=100_000))
 
 
 _ROUTES = [

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from http_harness import HttpDaemon
 from wyoming.audio import AudioStart
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeVoice
-from wyoming_harness import read_until, serve
 
-from edged.voice import Voice
+from edged.voice import PiperVoice
+from tests.harness.http_daemon import HttpDaemon
+from tests.harness.wyoming_server import read_until, serve
 
 _HAN = "你好，明天见。"
 
@@ -50,7 +50,7 @@ def test_wyoming_describes_the_language_voices_and_routes_by_language(
     """Home Assistant sees the Cantonese voice with its language and credit; a synthesize that
     asks for a language no listed voice has (Mandarin here) is routed along that language's
     chain instead of being refused: espeak-ng's 22050 Hz, not the tiny voice's 16000."""
-    s = serve(tmp_path, Voice.load(tiny_voice_path), more={"languages": {"yue": "espeak:yue"}})
+    s = serve(tmp_path, PiperVoice.load(tiny_voice_path), more={"languages": {"yue": "espeak:yue"}})
     try:
         async def ask() -> tuple[Info, int]:
             async with s.client() as client:

@@ -17,14 +17,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EDGED, ROOT, Broker
-from daemon_harness import DaemonProc, Watcher, wait_log
-from make_tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice
-from make_tiny_voice import prepare_voice as _prepare
 
 from edged.config import ConfigError, load_config, parse_config
-from edged.voice import Voice, load_voice
-from edged.voice.sleep import SleepingModel
+from edged.voice import PiperVoice, load_voice
+from edged.voice.piper.sleep import SleepingModel
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.paths import EDGED, ROOT
+from tests.harness.tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice
+from tests.harness.tiny_voice import prepare_voice as _prepare
+from tests.harness.watcher import Watcher
 
 
 def _config(tmp_path: Path, text: str) -> Path:
@@ -86,8 +88,8 @@ def test_check_config_names_the_profile(tmp_path: Path) -> None:
 def test_max_window_frames_caps_the_windows_and_the_audio_stays(tmp_path: Path) -> None:
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     prepared = _prepare(onnx_path, tmp_path / "cache")
-    uncapped = Voice.load(onnx_path, prepared=prepared, memory_mb=4000)
-    capped = Voice.load(onnx_path, prepared=prepared, memory_mb=4000, max_window=30)
+    uncapped = PiperVoice.load(onnx_path, prepared=prepared, memory_mb=4000)
+    capped = PiperVoice.load(onnx_path, prepared=prepared, memory_mb=4000, max_window=30)
     assert prepared.largest_window(1, 4000) > 30  # the cap is what limits these windows
     sizes = [len(c.samples) // VITS_HOP for c in capped.stream(LONG)]
     assert max(sizes) <= 30 < max(len(c.samples) // VITS_HOP for c in uncapped.stream(LONG))
@@ -122,7 +124,7 @@ def test_without_the_arena_an_inference_gives_its_memory_back(tmp_path: Path,
     ONNX Runtime's arena keeps (tens of MB, measured 141 vs 123 MB in the daemon); without it,
     by a fraction of that. The same samples both ways (noise 0: the arena changes no
     arithmetic)."""
-    from asr import corpus_lines
+    from tests.harness.asr import corpus_lines
 
     longest = max(corpus_lines()[0], key=len)
     grew = {}
@@ -139,11 +141,11 @@ def test_without_the_arena_an_inference_gives_its_memory_back(tmp_path: Path,
 
 
 # ----------------------------------------------------------------------------- sleeping
-def _sleeping(tmp_path: Path, idle_s: float) -> tuple[Voice, SleepingModel]:
+def _sleeping(tmp_path: Path, idle_s: float) -> tuple[PiperVoice, SleepingModel]:
     """The tiny VITS voice, prepared, loaded to sleep after `idle_s` (the config allows no less
     than a second; the mechanism any time)."""
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
-    voice = Voice.load(onnx_path, prepared=_prepare(onnx_path, tmp_path / "cache"),
+    voice = PiperVoice.load(onnx_path, prepared=_prepare(onnx_path, tmp_path / "cache"),
                        sleep_after_s=idle_s)
     model = voice._model
     assert isinstance(model, SleepingModel)
@@ -152,7 +154,7 @@ def _sleeping(tmp_path: Path, idle_s: float) -> tuple[Voice, SleepingModel]:
 
 def test_a_sleeping_voice_starts_asleep_and_wakes_for_a_stream(tmp_path: Path) -> None:
     sleeping, model = _sleeping(tmp_path, 3600)
-    awake = Voice.load(sleeping.onnx_path, prepared=_prepare(sleeping.onnx_path, tmp_path / "cache"))
+    awake = PiperVoice.load(sleeping.onnx_path, prepared=_prepare(sleeping.onnx_path, tmp_path / "cache"))
     assert model.input_names == {"input", "input_lengths", "scales"}  # from the manifest
     assert not model.awake and model.wakes == 0
     assert sleeping.pieces(LONG)  # phonemes and settings need no session
@@ -202,7 +204,7 @@ def test_load_voice_with_the_profile_sleeps(tmp_path: Path) -> None:
                            "voice": {"name": str(onnx_path), "sleep_after_s": 1},
                            "cache": {"dir": str(tmp_path / "cache")}}, tmp_path)
     voice = load_voice(config)
-    assert isinstance(voice, Voice)
+    assert isinstance(voice, PiperVoice)
     model = voice._model
     assert isinstance(model, SleepingModel) and model.awake
     assert model.wait_asleep(10)

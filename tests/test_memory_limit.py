@@ -12,9 +12,12 @@ from pathlib import Path
 
 import paho.mqtt.client as mqtt
 import pytest
-from conftest import Broker, free_port
-from daemon_harness import DaemonProc, Watcher
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
 
 _V1_MEMORY = Path("/sys/fs/cgroup/memory")
 _LIMIT = 512 << 20

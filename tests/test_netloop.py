@@ -14,9 +14,11 @@ import pytest
 from edged.audio import Audio
 from edged.cache import PhraseCache
 from edged.config import parse_config
+from edged.daemon.policy import RequestPolicy
+from edged.daemon.requests import SpeechRequest
 from edged.net import NetLoop, chunks, open_speech
 from edged.synthesis import Scheduler, Speech, SpeechStream
-from edged.voice import Voice, VoicePool
+from edged.voice import LoadedVoices, PiperVoice
 
 _TIMEOUT_S = 10.0
 
@@ -44,14 +46,20 @@ def test_servers_start_on_the_loop_thread_and_stop_in_reverse() -> None:
                    "stop wyoming"]
 
 
+
+async def _open(speech: Speech, text: str) -> SpeechStream:
+    """What the network servers do: the request policy, then the speech stream, off the loop."""
+    return await open_speech(speech, RequestPolicy(speech.planner), SpeechRequest(text),
+                             source="net")
+
 @pytest.fixture
 def speech(tmp_path: Path, tiny_voice_path: Path) -> Iterator[Speech]:
     config = parse_config({"voice": {"name": str(tiny_voice_path)}, "cache": {"dir": "c"}},
                           tmp_path)
     scheduler = Scheduler(1, {"net": 1})
     scheduler.start()
-    voice = Voice.load(tiny_voice_path)
-    yield Speech(config, VoicePool(config, default=voice), PhraseCache(config.cache), scheduler)
+    voice = PiperVoice.load(tiny_voice_path)
+    yield Speech(config, LoadedVoices(config, default=voice), PhraseCache(config.cache), scheduler)
     scheduler.stop()
 
 
@@ -62,14 +70,14 @@ def test_speech_streams_on_the_loop_like_the_voice(speech: Speech) -> None:
     text = "One, two. Three four five. Six."
 
     async def speak() -> int:
-        stream = await open_speech(speech, text, rank=2, source="net")
+        stream = await _open(speech, text)
         return sum([len(chunk.samples) async for chunk in chunks(stream)])
 
     try:
         frames = net.call(speak(), _TIMEOUT_S)
     finally:
         net.stop()
-    assert frames == len(speech.pool.get().synthesize(text).samples)
+    assert frames == len(speech.voices.get().synthesize(text).samples)
     assert speech.scheduler.open_streams()["net"] == 0
 
 
@@ -90,7 +98,7 @@ def test_waiting_for_a_chunk_leaves_the_loop_free(speech: Speech) -> None:
         gate.set()
 
     async def consume() -> list[int]:
-        scheduled = speech.scheduler.submit(steps(), rank=2, source="net")
+        scheduled = speech.scheduler.submit(lambda _lanes: steps(), rank=2, source="net")
         got = []
         async for chunk in chunks(SpeechStream(utterance, None, scheduled)):
             got.append(int(chunk.samples[0]))
@@ -112,7 +120,7 @@ def test_a_cancelled_consumer_frees_its_synthesis_slot(speech: Speech) -> None:
     long_text = " ".join(["This is a rather long sentence, with clauses."] * 6)
 
     async def abandon() -> int:
-        stream = await open_speech(speech, long_text, rank=2, source="net")
+        stream = await _open(speech, long_text)
         got = asyncio.Event()
 
         async def consume() -> None:
@@ -136,25 +144,24 @@ def test_network_streams_get_the_short_first_window_and_parallel_windows(tmp_pat
     """HTTP and Wyoming reach speech through open_speech: with a prepared voice their first
     chunk is the short first window, and through two workers the chunks join to the audio the
     voice makes alone."""
-    from make_tiny_voice import VITS_HOP, make_tiny_vits_voice
-
-    from edged.voice.hashes import file_sha256
-    from edged.voice.prepared import ensure_prepared
-    from edged.voice.windows import FIRST_WINDOW_FRAMES
+    from edged.voice.catalog.hashes import file_sha256
+    from edged.voice.piper.prepared import ensure_prepared
+    from edged.voice.piper.windows import FIRST_WINDOW_FRAMES
+    from tests.harness.tiny_voice import VITS_HOP, make_tiny_vits_voice
 
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx", flow="local")
     config = parse_config({"voice": {"name": str(onnx_path)}, "cache": {"dir": "c"}}, tmp_path)
     prepared = ensure_prepared(onnx_path, file_sha256(onnx_path), tmp_path / "c")
-    voice = Voice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
+    voice = PiperVoice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
     scheduler = Scheduler(2, {"net": 1})
     scheduler.start()
-    speech = Speech(config, VoicePool(config, default=voice), PhraseCache(config.cache), scheduler)
+    speech = Speech(config, LoadedVoices(config, default=voice), PhraseCache(config.cache), scheduler)
     net = NetLoop([])
     net.start()
     text = "The quick brown fox jumps over the lazy dog, and then it runs into the woods."
 
     async def speak() -> list[int]:
-        stream = await open_speech(speech, text, rank=2, source="net")
+        stream = await _open(speech, text)
         return [len(chunk.samples) async for chunk in chunks(stream)]
 
     try:

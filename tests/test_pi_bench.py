@@ -1,4 +1,4 @@
-"""bench/pi.sh and bench/pi_table.py, what a Pi user runs to send figures back, and the estimate
+"""bench/pi.sh and bench.pi_table, what a Pi user runs to send figures back, and the estimate
 table of docs/pi.md: the script measured for real on this machine (the real default voice, edged's
 own synthesis workers), the estimate's arithmetic checked against changed inputs, and the docs'
 table checked to be the one the committed figures give. (How fast a Pi is, nobody can test here.)
@@ -15,17 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+
+from tests.harness.paths import ROOT
 
 PI_SH = ROOT / "bench" / "pi.sh"
-PI_TABLE = ROOT / "bench" / "pi_table.py"
 SYNTH_JSON = ROOT / "bench" / "results" / "synth.json"
 _DEVICES = ("Pi 5", "Pi 4 B", "Pi 3 B+", "Zero 2 W")
 
 
 def estimate(synth: Path, *extra: str) -> str:
-    out = subprocess.run([sys.executable, str(PI_TABLE), "estimate", "--synth", str(synth),
-                          *extra], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run([sys.executable, "-m", "bench.pi_table", "estimate", "--synth",
+                          str(synth), *extra], capture_output=True, text=True, timeout=60,
+                         check=True, cwd=ROOT)
     return out.stdout
 
 
@@ -78,7 +79,7 @@ def test_pi_sh_without_an_interpreter_says_so(tmp_path: Path) -> None:
 
 def test_docs_table_is_the_estimate_of_the_committed_figures() -> None:
     """docs/pi.md shows exactly the table that bench/results/synth.json gives (rerun
-    `bench/pi_table.py estimate --markdown` after a new synth run and paste it)."""
+    `python -m bench.pi_table estimate --markdown` after a new synth run and paste it)."""
     table = estimate(SYNTH_JSON, "--markdown").strip()
     assert table in (ROOT / "docs" / "pi.md").read_text(encoding="utf-8")
     assert set(rows(table)) == set(_DEVICES)

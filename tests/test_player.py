@@ -1,6 +1,6 @@
 """Local playback through real PortAudio into an ALSA file sink, read back sample by sample.
 
-The sink (tests/alsa_sink.py) is not paced in real time, but the player paces itself, so each
+The sink (tests/harness/alsa_sink.py) is not paced in real time, but the player paces itself, so each
 play() here takes as long as its audio: the signals are kept short. Nothing here times
 playback; timings are in bench/playback.py.
 
@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import alsa_sink
 import numpy as np
 import pytest
 import soxr
@@ -31,17 +30,11 @@ from edged.audio import Audio
 from edged.config import AudioConfig, ChimesConfig, ConfigError
 from edged.playback import PlaybackReport, Player, PlayerError
 from edged.playback.devices import Device
+from tests.harness import alsa_sink
+from tests.harness.alsa_sink import RATE, tone
 
-RATE = 22050
 _TIMEOUT_S = 10.0
 EXACT = dict(fade_ms=0, normalize=False)  # the file must hold exactly what the chunks hold
-
-
-def _tone(freq: float, seconds: float, *, amp: float = 3000, dc: float = 5000,
-          rate: int = RATE) -> Audio:
-    """A tone on a DC offset: never zero, so silence in the file is never part of it."""
-    t = np.arange(int(seconds * rate)) / rate
-    return Audio(np.round(dc + amp * np.sin(2 * np.pi * freq * t)).astype(np.int16), rate)
 
 
 def _speech_like(seconds: float, level_db: float, seed: int, pause_s: float = 0.1) -> Audio:
@@ -157,10 +150,9 @@ def _assert_played(y: np.ndarray, expected: np.ndarray, report: PlaybackReport, 
 def _wait_until(predicate: Callable[[], bool], what: str) -> None:
     """Poll: the ALSA file gives no notification when it grows."""
     deadline = time.monotonic() + _TIMEOUT_S
-    tick = threading.Event()
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        tick.wait(0.005)
+        time.sleep(0.005)  # polling a file: there is no event to wait on
 
 
 def _play(config: AudioConfig, chunks: list[Audio], **kwargs: Any) -> PlaybackReport:
@@ -180,7 +172,7 @@ def test_chunks_arrive_in_order_gapless_after_exact_preroll(tmp_path, monkeypatc
     silence allowed is what the report counts, and only where the caller can be late: before
     the first chunk (wait_ms) or at a join (underrun_ms)."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
-    chunks = [_tone(300 + 100 * i, 0.12) for i in range(3)]
+    chunks = [tone(300 + 100 * i, 0.12) for i in range(3)]
     report = _play(AudioConfig(preroll_ms=100, **EXACT), chunks)
     pre = int(0.1 * RATE)
     expected = np.concatenate([np.zeros(pre, dtype=np.int16)] + [c.samples for c in chunks])
@@ -195,7 +187,7 @@ def test_fades_in_and_out_at_the_ends_only(tmp_path, monkeypatch):
     """Protects: a raised-cosine fade of fade_ms at the start and end of the announcement,
     none at the joins between chunks (gapless and unaltered in between)."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
-    chunks = [_tone(440, 0.1), _tone(550, 0.1)]
+    chunks = [tone(440, 0.1), tone(550, 0.1)]
     report = _play(AudioConfig(preroll_ms=50, fade_ms=10, normalize=False), chunks)
     n, pre = int(0.01 * RATE), int(0.05 * RATE)
     voice = _faded(np.concatenate([c.samples for c in chunks]), n)
@@ -226,9 +218,9 @@ def test_chime_per_priority_plays_before_the_voice_at_target_level(tmp_path, mon
     voice = _speech_like(0.3, -20.0, seed=1)
     player = Player(config)
     try:
-        report = player.play(iter([voice]), priority="critical")
+        report = player.play(iter([voice]), chime="critical")
         with_chime = sink.samples()
-        report2 = player.play(iter([voice]), priority="normal")
+        report2 = player.play(iter([voice]), chime="normal")
         both = sink.samples()  # the stream stays open: the second announcement is appended
     finally:
         player.close()
@@ -271,12 +263,15 @@ def test_late_chunk_is_bridged_with_counted_silence(tmp_path, monkeypatch):
     """Protects: when synthesis is slower than playback the gap is filled with silence (the
     device never starves), counted once, and its length reported matches the file."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
-    first, second = _tone(440, 0.1), _tone(660, 0.1)
-    slow = threading.Event()  # never set: waiting on it is the slow synthesis of sentence 2
+    first, second = tone(440, 0.1), tone(660, 0.1)
+    pre = int(0.05 * RATE)
 
     def chunks() -> Iterator[Audio]:
         yield first
-        slow.wait(0.4)
+        # The slow synthesis of sentence 2: it comes once the device has been given 0.15 s
+        # of silence after sentence 1 (seen in the file: the gap is there, whatever the clock).
+        _wait_until(lambda: len(sink.samples()) >= pre + len(first.samples) + int(0.15 * RATE),
+                    "silence written after the first chunk")
         yield second
 
     player = Player(AudioConfig(preroll_ms=50, **EXACT))
@@ -284,7 +279,6 @@ def test_late_chunk_is_bridged_with_counted_silence(tmp_path, monkeypatch):
         report = player.play(chunks())
     finally:
         player.close()
-    pre = int(0.05 * RATE)
     expected = np.concatenate([np.zeros(pre, dtype=np.int16), first.samples, second.samples])
     gaps = _assert_played(sink.samples(), expected, report, voice_at=pre)
     late = [n for at, n in gaps if at == pre + len(first.samples)]
@@ -297,21 +291,23 @@ def test_late_first_sentence_waits_after_preroll_and_chime_with_counted_silence(
     after the pre-roll *and* the chime (never between them), reported as wait_ms (not as an
     underrun), and then the voice exactly."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
-    chime = _tone(880, 0.05, dc=-5000)
+    chime = tone(880, 0.05, dc=-5000)
     ding = _write_wav(tmp_path / "ding.wav", chime.samples, RATE)
-    voice = _tone(440, 0.1)
-    slow = threading.Event()  # never set: waiting on it is the slow first sentence
+    voice = tone(440, 0.1)
+    pre, chime_n = int(0.02 * RATE), len(chime.samples)
 
     def chunks() -> Iterator[Audio]:
-        slow.wait(0.3)  # far past the 70 ms of pre-roll and chime
+        # The slow first sentence: it comes once the file shows silence after the pre-roll and
+        # the chime (the device was kept fed while it waited).
+        _wait_until(lambda: len(sink.samples()) > pre + chime_n,
+                    "silence written after the pre-roll and the chime")
         yield voice
 
     player = Player(AudioConfig(preroll_ms=20, chimes=ChimesConfig(high=ding), **EXACT))
     try:
-        report = player.play(chunks(), priority="high", rate_hz=RATE)  # device opens first
+        report = player.play(chunks(), chime="high", rate_hz=RATE)  # device opens first
     finally:
         player.close()
-    pre, chime_n = int(0.02 * RATE), len(chime.samples)
     expected = np.concatenate([np.zeros(pre, dtype=np.int16), chime.samples, voice.samples])
     gaps = _assert_played(sink.samples(), expected, report, voice_at=pre + chime_n)
     # How much silence depends on the clock; that there is some, after the chime, does not.
@@ -355,19 +351,22 @@ def _assert_cut(y: np.ndarray, sound: np.ndarray, report: PlaybackReport, *, pre
 
 
 def test_critical_announcement_cuts_in_with_a_fast_fade(tmp_path, monkeypatch):
-    """Protects: a critical play() during a long announcement fades the running one out
-    (fade_ms) where it is, plays right after it, and the cut one reports interrupted and
-    never plays its later chunks. The file shows: A up to the cut, fade, B's pre-roll, B."""
+    """Protects: a critical announcement cutting in during a long one (the daemon decides that
+    and calls interrupt(), then plays it: preemption is the daemon's rule, daemon/priorities.py)
+    fades the running one out (fade_ms) where it is, plays right after it, and the cut one
+    reports interrupted and never plays its later chunks. The file shows: A up to the cut, fade,
+    B's pre-roll, B."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
     fade_n, pre = int(0.01 * RATE), int(0.05 * RATE)
-    a, a_later, b = _tone(440, 2.0), _tone(300, 0.5), _tone(880, 0.2)
+    a, a_later, b = tone(440, 2.0), tone(300, 0.5), tone(880, 0.2)
     chunks, asked, release = _blocked_announcement(a, a_later)
     player = Player(AudioConfig(preroll_ms=50, fade_ms=10, normalize=False))
     try:
         thread, a_report = _in_thread(lambda: player.play(chunks()))
         assert asked.wait(_TIMEOUT_S)
         _wait_until(lambda: np.count_nonzero(sink.samples()) > 0.3 * RATE, "A to be playing")
-        b_report = player.play(iter([b]), priority="critical")
+        player.interrupt()
+        b_report = player.play(iter([b]), chime="critical")
         release.set()
         thread.join(_TIMEOUT_S)
     finally:
@@ -389,7 +388,7 @@ def test_interrupt_stops_playback_and_discards_later_chunks(tmp_path, monkeypatc
     and the player plays the next announcement normally afterwards."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
     pre, fade_n = int(0.05 * RATE), int(0.01 * RATE)
-    a, a_later, next_one = _tone(440, 1.5), _tone(300, 0.5), _tone(500, 0.1)
+    a, a_later, next_one = tone(440, 1.5), tone(300, 0.5), tone(500, 0.1)
     chunks, asked, release = _blocked_announcement(a, a_later)
     player = Player(AudioConfig(preroll_ms=50, fade_ms=10, normalize=False))
     try:
@@ -421,7 +420,7 @@ def test_voice_failing_mid_announcement_reraises_and_player_carries_on(tmp_path,
     sink = alsa_sink.install(tmp_path, monkeypatch)
 
     def failing() -> Iterator[Audio]:
-        yield _tone(440, 0.1)
+        yield tone(440, 0.1)
         raise RuntimeError("voice exploded")
 
     player = Player(AudioConfig(preroll_ms=20, **EXACT))
@@ -429,17 +428,17 @@ def test_voice_failing_mid_announcement_reraises_and_player_carries_on(tmp_path,
         with pytest.raises(RuntimeError, match="voice exploded"):
             player.play(failing())
         before = len(sink.samples())  # the device stays open: the file keeps growing
-        after = player.play(iter([_tone(500, 0.1)]))
+        after = player.play(iter([tone(500, 0.1)]))
     finally:
         player.close()
     assert not after.interrupted
     pre = int(0.02 * RATE)
     y = sink.samples()
     # The failed one played (at most) its pre-roll and the start of its first chunk ...
-    _, used, _ = _match(y[:before], np.concatenate([np.zeros(pre), _tone(440, 0.1).samples]))
+    _, used, _ = _match(y[:before], np.concatenate([np.zeros(pre), tone(440, 0.1).samples]))
     assert used == before
     # ... and the next one is exactly its pre-roll and tone, plus any silence it reports.
-    _assert_played(y[before:], np.concatenate([np.zeros(pre), _tone(500, 0.1).samples]), after,
+    _assert_played(y[before:], np.concatenate([np.zeros(pre), tone(500, 0.1).samples]), after,
                    voice_at=pre)
 
 
@@ -492,7 +491,7 @@ def test_one_gain_per_announcement_and_peaks_limited_not_clipped(tmp_path, monke
 def test_request_volume_scales_the_output(tmp_path, monkeypatch):
     """Protects: the request's volume is applied to the samples (after the gain), exactly."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
-    chunk = _tone(440, 0.1, amp=8000, dc=0)
+    chunk = tone(440, 0.1, amp=8000, dc=0)
     report = _play(AudioConfig(preroll_ms=0, **EXACT), [chunk], volume=0.25)
     expected = np.round(chunk.samples.astype(np.float32) / 32768 * 0.25 * 32768)
     _assert_played(sink.samples(), expected, report, voice_at=0)
@@ -505,7 +504,7 @@ def test_resamples_to_the_configured_device_rate_with_soxr(tmp_path, monkeypatch
     """Protects: with audio.rate_hz 48000 the voice's 22050 Hz chunks are converted by soxr,
     chunk by chunk, with the same result as converting the joined audio (no seams)."""
     sink = alsa_sink.install(tmp_path, monkeypatch, rate=48000)
-    chunks = [_tone(440, 0.1, amp=8000, dc=0), _tone(660, 0.13, amp=8000, dc=0)]
+    chunks = [tone(440, 0.1, amp=8000, dc=0), tone(660, 0.13, amp=8000, dc=0)]
     report = _play(AudioConfig(preroll_ms=0, rate_hz=48000, **EXACT), chunks)
     joined = np.concatenate([c.samples for c in chunks]).astype(np.float32) / 32768
     expected = np.round(soxr.resample(joined, RATE, 48000, quality="HQ") * 32768)
@@ -516,7 +515,7 @@ def test_rate_the_device_refuses_is_converted_to_its_default_rate(tmp_path, monk
     """Protects: audio at a rate the device cannot take (2000 Hz: ALSA's plug to 48 kHz
     refuses it) is converted to the device's default rate instead of failing."""
     sink = alsa_sink.install(tmp_path, monkeypatch, rate=48000)
-    chunk = _tone(200, 0.25, amp=8000, dc=0, rate=2000)
+    chunk = tone(200, 0.25, amp=8000, dc=0, rate=2000)
     report = _play(AudioConfig(preroll_ms=0, **EXACT), [chunk])
     expected = soxr.resample(chunk.samples.astype(np.float32) / 32768, 2000, 48000,
                              quality="HQ")
@@ -529,7 +528,7 @@ def test_rate_the_device_refuses_is_converted_to_its_default_rate(tmp_path, monk
 def test_device_by_index_and_by_name_substring(tmp_path, monkeypatch):
     """Protects: audio.device selects a device by index or by a part of its name."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
-    chunk = _tone(440, 0.05)
+    chunk = tone(440, 0.05)
     for device in ("0", "CAPTURE"):  # 0 = edged_capture, the file plugin without the plug
         sink.out.unlink(missing_ok=True)
         player = Player(AudioConfig(device=device, preroll_ms=0, **EXACT))
@@ -547,7 +546,7 @@ def test_no_device_is_a_clear_error_naming_the_configured_one(tmp_path, monkeypa
     with pytest.raises(PlayerError, match=r"'USB Speaker'.*PortAudio sees none"):
         player.check_device()
     with pytest.raises(PlayerError, match=r"'USB Speaker'"):
-        player.play(iter([_tone(440, 0.05)]))
+        player.play(iter([tone(440, 0.05)]))
     player.close()
     alsa_sink.install(tmp_path, monkeypatch)
     with pytest.raises(PlayerError, match=r"'hdmi' matches no output device; devices: "
@@ -596,7 +595,7 @@ def test_device_failing_mid_announcement_is_reopened_and_playback_continues(
     """Protects: a PortAudioError mid-announcement closes the device, reopens it (PortAudio
     re-enumerated) and plays the rest; the report counts the device error."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
-    chunks = [_tone(440, 0.2), _tone(550, 0.2)]
+    chunks = [tone(440, 0.2), tone(550, 0.2)]
     device = _FlakyDevice(AudioConfig(preroll_ms=0, retry_backoff_ms=10, **EXACT),
                           fail_at=10, on_fail=lambda: None)
     player = Player(device._config, device=device)
@@ -618,7 +617,7 @@ def test_device_gone_for_good_fails_the_announcement_not_the_player(tmp_path, mo
     raises PlayerError naming the device and the failure; once a device is back, the same
     player plays again (the daemon stays up)."""
     sink = alsa_sink.install(tmp_path, monkeypatch)
-    chunk = _tone(440, 0.3)
+    chunk = tone(440, 0.3)
     empty = alsa_sink.no_device_conf(tmp_path)
     player = _flaky_player(AudioConfig(preroll_ms=0, retries=2, retry_backoff_ms=10, **EXACT),
                            fail_at=5,

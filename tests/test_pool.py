@@ -17,14 +17,15 @@ from pathlib import Path
 
 import paho.mqtt.client as mqtt
 import pytest
-from conftest import Broker
-from daemon_harness import DaemonProc, Watcher, make_daemon  # noqa: F401 - fixtures
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from edged.audio import from_wav_bytes
 from edged.config import ConfigError, parse_config
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc
+from tests.harness.watcher import Watcher
 
 _TIMEOUT_S = 20.0
 
@@ -35,7 +36,7 @@ class Replies:
 
     def __init__(self, port: int, house: str) -> None:
         self.house = house
-        self.reply = f"{house}-speaker/{uuid.uuid4().hex[:6]}"
+        self.reply = f"{house}/reply/speaker-{uuid.uuid4().hex[:6]}"  # under mqtt.reply_prefix
         self.messages: list[tuple[str, bytes, bytes | None]] = []
         self._cond = threading.Condition()
         ready = threading.Event()
@@ -111,7 +112,7 @@ def _two_members(make, port: int, house: str) -> tuple[DaemonProc, list[Watcher]
 
 
 def test_the_pool_shares_requests_and_answers_each_on_its_reply_topic(
-        make_daemon, broker: Broker, house: str) -> None:  # noqa: F811
+        make_daemon, broker: Broker, house: str) -> None:
     """Two synth daemons, six requests with reply_to: each answered once on the reply topic
     (queued, started, finished) with a WAV on <reply_to>/audio/<id>; the broker spread them
     over both members (device_id says who)."""
@@ -139,7 +140,7 @@ def test_the_pool_shares_requests_and_answers_each_on_its_reply_topic(
 
 
 def test_mqtt5_response_topic_and_correlation_data_are_honoured(
-        make_daemon, broker: Broker, house: str) -> None:  # noqa: F811
+        make_daemon, broker: Broker, house: str) -> None:
     """A request with no reply_to but an MQTT 5 Response Topic is answered there, every answer
     (events and audio) carrying the request's Correlation Data; a pool request with neither
     is rejected on the member's own event topic, and one naming a request topic as its
@@ -158,7 +159,7 @@ def test_mqtt5_response_topic_and_correlation_data_are_honoured(
         assert len(answers) == 4 and {c for _, c in answers} == {b"\x00tag-7"}
         lost, loop = f"l-{uuid.uuid4().hex[:6]}", f"r-{uuid.uuid4().hex[:6]}"
         speaker.ask({"text": "Where to?", "id": lost})
-        speaker.ask({"text": "Loop.", "id": loop, "reply_to": f"{house}-dev/s1/say"})
+        speaker.ask({"text": "Loop.", "id": loop, "reply_to": f"{house}/reply/s1/say"})
         for bad, reason in ((lost, "reply_to is missing"), (loop, "must not be a request topic")):
             event = w.final(bad)
             assert event["event"] == "rejected" and reason in event["error"], event
@@ -168,7 +169,7 @@ def test_mqtt5_response_topic_and_correlation_data_are_honoured(
 
 
 def test_a_killed_member_gets_its_requests_again_when_it_comes_back(
-        make_daemon, broker: Broker, house: str) -> None:  # noqa: F811
+        make_daemon, broker: Broker, house: str) -> None:
     """At-least-once with the same id: a member paused (its own control topic) holds its share
     of the pool's requests unacknowledged; SIGKILLed, it loses nothing: restarted, the broker
     hands that member the same requests again (not to the other member) and each is answered
@@ -198,7 +199,7 @@ def test_a_killed_member_gets_its_requests_again_when_it_comes_back(
         other.close()
 
 
-def test_a_member_stopped_cleanly_leaves_the_pool(make_daemon, broker: Broker,  # noqa: F811
+def test_a_member_stopped_cleanly_leaves_the_pool(make_daemon, broker: Broker,
                                                   house: str) -> None:
     """SIGTERM: the member unsubscribes from the pool before it disconnects, so the broker's
     round-robin no longer counts it: every request sent while it is away goes to the other

@@ -1,6 +1,6 @@
 """Prepared voices: split into encoder + windowed decoder, optimized once, kept in cache.dir/models.
 
-The tiny VITS-shaped voice (tests/make_tiny_voice.py) has Piper's `/dec/...` layout, a real
+The tiny VITS-shaped voice (tests/harness/tiny_voice.py) has Piper's `/dec/...` layout, a real
 receptive field and, when asked, a speaker input the decoder reads: it exercises the split, the
 windows and the checks in milliseconds. The real default voice shows it on the real thing.
 """
@@ -19,25 +19,25 @@ import onnx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from make_tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice, make_tiny_voice
-from make_tiny_voice import prepare_voice as _prepare
 
 from edged.config import parse_config
 from edged.synthesis import Scheduler
-from edged.voice import Voice, load_voice
-from edged.voice.hashes import file_sha256
-from edged.voice.prepared import ensure_prepared, prepared_folder, read_prepared
-from edged.voice.split import NotSplittable, split_piper_graph
-from edged.voice.windows import (
+from edged.voice import PiperVoice, load_voice
+from edged.voice.catalog.hashes import file_sha256
+from edged.voice.piper.prepared import ensure_prepared, prepared_folder, read_prepared
+from edged.voice.piper.windows import (
     DECODE_WINDOW_FRAMES,
     FIRST_WINDOW_FRAMES,
     MAX_WINDOW_FRAMES,
     largest_window,
     window_bounds,
 )
+from edged.voice.prepare.split import NotSplittable, split_piper_graph
+from tests.harness.tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice, make_tiny_voice
+from tests.harness.tiny_voice import prepare_voice as _prepare
 
 
-def _same_audio(a: Voice, b: Voice, text: str, **settings: object) -> np.ndarray:
+def _same_audio(a: PiperVoice, b: PiperVoice, text: str, **settings: object) -> np.ndarray:
     x = a.synthesize(text, a.settings(**settings)).samples  # type: ignore[arg-type]
     y = b.synthesize(text, b.settings(**settings)).samples  # type: ignore[arg-type]
     assert x.size == y.size
@@ -56,7 +56,7 @@ def test_vits_shaped_voice_is_split_and_sounds_the_same(tmp_path: Path) -> None:
     assert {p.name for p in prepared.folder.iterdir()} == {
         "manifest.json", "encoder.onnx", "encoder.weights", "decoder.onnx", "decoder.weights"}
 
-    direct, windowed = Voice.load(onnx_path), Voice.load(onnx_path, prepared=prepared)
+    direct, windowed = PiperVoice.load(onnx_path), PiperVoice.load(onnx_path, prepared=prepared)
     longest = max(len(direct._ids(p.text)) for p in direct.pieces(LONG))
     assert longest > DECODE_WINDOW_FRAMES, "the test text must span several windows"
     audio = _same_audio(direct, windowed, LONG)
@@ -68,7 +68,7 @@ def test_multi_speaker_decoder_gets_the_speaker(tmp_path: Path) -> None:
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits2.onnx", speakers={"ann": 0, "bob": 1})
     prepared = _prepare(onnx_path, tmp_path / "cache")
     assert prepared.kind == "split" and prepared.extra_inputs == ("sid",)
-    direct, windowed = Voice.load(onnx_path), Voice.load(onnx_path, prepared=prepared)
+    direct, windowed = PiperVoice.load(onnx_path), PiperVoice.load(onnx_path, prepared=prepared)
     ann = _same_audio(direct, windowed, LONG, speaker="ann")
     bob = _same_audio(direct, windowed, LONG, speaker="bob")
     assert np.abs(ann.astype(np.int32) - bob).max() > 100  # the decoder really reads sid
@@ -80,7 +80,7 @@ def test_decoder_that_needs_the_whole_sentence_is_kept_whole(tmp_path: Path) -> 
     prepared = _prepare(onnx_path, tmp_path / "cache")
     assert prepared.kind == "whole"
     assert "windowed decoding still differs" in prepared.note
-    _same_audio(Voice.load(onnx_path), Voice.load(onnx_path, prepared=prepared), LONG)
+    _same_audio(PiperVoice.load(onnx_path), PiperVoice.load(onnx_path, prepared=prepared), LONG)
 
 
 def test_graph_without_decoder_names_is_prepared_whole(tmp_path: Path, tiny_voice_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_graph_without_decoder_names_is_prepared_whole(tmp_path: Path, tiny_voic
     assert "no /dec/" in prepared.note
     names = {p.name for p in prepared.folder.iterdir()}
     assert "model.onnx" in names and "encoder.onnx" not in names
-    direct, loaded = Voice.load(tiny_voice_path), Voice.load(tiny_voice_path, prepared=prepared)
+    direct, loaded = PiperVoice.load(tiny_voice_path), PiperVoice.load(tiny_voice_path, prepared=prepared)
     text = "Hello there."
     assert np.array_equal(direct.synthesize(text).samples, loaded.synthesize(text).samples)
 
@@ -119,7 +119,7 @@ def test_second_load_reuses_the_folder(tmp_path: Path, caplog: pytest.LogCapture
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     first = _prepare(onnx_path, tmp_path / "cache")
     stamp = (first.folder / "manifest.json").stat().st_mtime_ns
-    caplog.set_level(logging.INFO, logger="edged.voice.prepared")
+    caplog.set_level(logging.INFO, logger="edged.voice.piper.prepared")
     again = _prepare(onnx_path, tmp_path / "cache")
     assert again == first
     assert (first.folder / "manifest.json").stat().st_mtime_ns == stamp
@@ -135,12 +135,12 @@ def test_damaged_weights_are_prepared_again(tmp_path: Path, caplog: pytest.LogCa
     data[len(data) // 2] ^= 0x40
     weights.write_bytes(bytes(data))
     assert read_prepared(first.folder, file_sha256(onnx_path)) is None
-    caplog.set_level(logging.INFO, logger="edged.voice.prepared")
+    caplog.set_level(logging.INFO, logger="edged.voice.piper.prepared")
     again = _prepare(onnx_path, tmp_path / "cache")
     assert "decoder.weights fails its checksum" in caplog.text
     assert "Preparing voice vits.onnx" in caplog.text
     assert weights.read_bytes() != bytes(data)
-    _same_audio(Voice.load(onnx_path), Voice.load(onnx_path, prepared=again), LONG)
+    _same_audio(PiperVoice.load(onnx_path), PiperVoice.load(onnx_path, prepared=again), LONG)
 
 
 def test_new_onnxruntime_version_prepares_again(tmp_path: Path) -> None:
@@ -211,7 +211,7 @@ def test_child_failure_is_one_line_in_the_log(tmp_path: Path, caplog: pytest.Log
 def test_default_voice_prepared_through_the_config(tmp_path: Path, default_voice_path: Path) -> None:
     """The real voice as the daemon loads it: split, and the same audio as the .onnx loaded as it is,
     for the longest corpus line (several pieces, several windows each)."""
-    from asr import corpus_lines
+    from tests.harness.asr import corpus_lines
 
     longest = max(corpus_lines()[0], key=len)
     config = parse_config({"voice": {"name": str(default_voice_path), "precision": "float32"},
@@ -224,7 +224,7 @@ def test_default_voice_prepared_through_the_config(tmp_path: Path, default_voice
     assert manifest["hop"] == 256 and manifest["pad"] <= 32
     assert 100 < manifest["decoder_kb_per_frame"] < 400  # measured ~220 (32 channels x 256 x ...)
     assert manifest["flow"]["pad"] == 32  # 4 coupling layers of 4 convolutions of kernel 5
-    direct = Voice.load(default_voice_path, threads=voice.threads, max_phonemes=voice.max_phonemes)
+    direct = PiperVoice.load(default_voice_path, threads=voice.threads, max_phonemes=voice.max_phonemes)
     _same_audio(direct, voice, longest, noise_scale=0.0, noise_w=0.0)  # noise off: repeatable
     off = parse_config({"voice": {"name": str(default_voice_path), "prepare": False},
                         "cache": {"dir": "cache2"}}, tmp_path)
@@ -266,7 +266,7 @@ def test_prepared_voice_streams_window_by_window(tmp_path: Path) -> None:
     """Each decoder window is a chunk of its own: the first words can play before the rest of a
     long piece is decoded. The chunks join to exactly the whole, pause included."""
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
-    voice = Voice.load(onnx_path, prepared=_prepare(onnx_path, tmp_path / "cache"))
+    voice = PiperVoice.load(onnx_path, prepared=_prepare(onnx_path, tmp_path / "cache"))
     text = f"{LONG} {LONG}"
     pieces = voice.pieces(text)
     chunks = list(voice.stream(text))
@@ -302,14 +302,14 @@ def test_the_first_window_is_short_and_the_next_ones_grow(tmp_path: Path) -> Non
     budget allows; the whole still sounds as the unwindowed voice."""
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     prepared = _prepare(onnx_path, tmp_path / "cache")
-    voice = Voice.load(onnx_path, prepared=prepared, memory_mb=64)
+    voice = PiperVoice.load(onnx_path, prepared=prepared, memory_mb=64)
     frames = [len(c.samples) // VITS_HOP for c in voice.stream(LONG)]
     largest = prepared.largest_window(1, 64)
     first_piece = len(voice._ids(voice.pieces(LONG)[0].text))  # one latent frame per id here
     grown = [b - a for a, b in window_bounds(first_piece, largest, FIRST_WINDOW_FRAMES)]
     assert frames[:len(grown)] == grown and grown[0] == FIRST_WINDOW_FRAMES < grown[1]
     assert max(frames) <= largest
-    _same_audio(Voice.load(onnx_path), voice, LONG)
+    _same_audio(PiperVoice.load(onnx_path), voice, LONG)
 
 
 def test_windows_decoded_on_two_workers_equal_the_sequential_decode(tmp_path: Path) -> None:
@@ -317,14 +317,15 @@ def test_windows_decoded_on_two_workers_equal_the_sequential_decode(tmp_path: Pa
     chunks come in order and join to exactly the audio made on one thread, pauses included."""
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     prepared = _prepare(onnx_path, tmp_path / "cache")
-    voice = Voice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
+    voice = PiperVoice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
     text = f"{LONG} {LONG} {LONG}"
     alone = [c.samples for c in voice.stream(text)]
     scheduler = Scheduler(2, {"t": 1})
     scheduler.start()
     try:
         for _ in range(3):
-            with scheduler.submit(voice.stream(text), rank=2, source="t") as stream:
+            with scheduler.submit(lambda lanes: voice.stream(text, None, lanes), rank=2,
+                                  source="t") as stream:
                 together = [c.samples for c in stream]
             assert [len(c) for c in together] == [len(c) for c in alone]
             assert np.array_equal(np.concatenate(together), np.concatenate(alone))
@@ -341,13 +342,13 @@ def test_a_flow_apart_gives_the_first_window_from_its_own_frames(tmp_path: Path)
     prepared = _prepare(onnx_path, tmp_path / "cache")
     assert prepared.flow is not None and prepared.flow.pad == 8
     assert "flow.onnx" in {p.name for p in prepared.folder.iterdir()}
-    voice = Voice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
-    direct = _same_audio(Voice.load(onnx_path), voice, LONG)
+    voice = PiperVoice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
+    direct = _same_audio(PiperVoice.load(onnx_path), voice, LONG)
     assert len(next(voice.stream(LONG)).samples) == FIRST_WINDOW_FRAMES * VITS_HOP
     scheduler = Scheduler(2, {"t": 1})
     scheduler.start()
     try:
-        with scheduler.submit(voice.stream(LONG), rank=2, source="t") as stream:
+        with scheduler.submit(lambda lanes: voice.stream(LONG, None, lanes), rank=2, source="t") as stream:
             together = np.concatenate([c.samples for c in stream])
     finally:
         scheduler.stop()
@@ -362,7 +363,7 @@ def test_a_flow_that_needs_the_whole_piece_runs_whole(tmp_path: Path) -> None:
     assert prepared.kind == "split" and prepared.flow is not None and prepared.flow.pad is None
     manifest = json.loads((prepared.folder / "manifest.json").read_text())
     assert "runs whole" in manifest["flow"]["note"]
-    _same_audio(Voice.load(onnx_path), Voice.load(onnx_path, prepared=prepared), LONG)
+    _same_audio(PiperVoice.load(onnx_path), PiperVoice.load(onnx_path, prepared=prepared), LONG)
 
 
 @pytest.mark.parametrize(("frames", "largest", "first", "sizes"), [

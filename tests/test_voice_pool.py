@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from edged.config import parse_config
-from edged.voice import VoicePool
+from edged.voice import LoadedVoices
 
 
 @pytest.fixture
@@ -33,11 +33,11 @@ import json, logging, sys
 from pathlib import Path
 from edged.config import parse_config
 from edged.memory import rss_mb
-from edged.voice import VoicePool
+from edged.voice import LoadedVoices
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 folder = Path(sys.argv[1])
 config = parse_config({"voice": {"name": "first", "dirs": [str(folder)]}}, folder)
-pool = VoicePool(config, budget_mb=0)
+pool = LoadedVoices(config, budget_mb=0)
 one_voice = pool.cost_mb("first")
 pool._budget_mb = rss_mb() + one_voice * 1.5   # fits one voice, not two
 pool.get("first")
@@ -68,12 +68,12 @@ def test_lru_voice_unloaded_when_second_needed(two_voices: Path) -> None:
 
 def test_recently_used_voice_stays(tmp_path: Path, tiny_voice_path: Path) -> None:
     """LRU order: the voice used last is kept; the one used before it goes first."""
-    from make_tiny_voice import make_tiny_voice
+    from tests.harness.tiny_voice import make_tiny_voice
 
     for name in ("a", "b", "c"):
         make_tiny_voice(tmp_path / f"{name}.onnx")
     config = parse_config({"voice": {"name": "a", "dirs": [str(tmp_path)]}}, tmp_path)
-    pool = VoicePool(config, budget_mb=100_000)
+    pool = LoadedVoices(config, budget_mb=100_000)
     pool.get("a"), pool.get("b"), pool.get("a")
     assert pool.loaded == ["b", "a"]
     pool._budget_mb = 0.0  # nothing fits: every other voice is unloaded, oldest first

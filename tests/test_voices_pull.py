@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import EDGED
+
+from tests.harness.paths import EDGED
 
 _STYLE = np.linspace(-1, 1, 510 * 256, dtype="<f4").tobytes()
 _PATH = "/kokoro-js/-/kokoro-js-1.2.1.tgz"
@@ -124,7 +125,7 @@ def test_pulled_style_is_listed(tmp_path: Path, registry: dict[str, bytes]) -> N
     assert rows["espeak:yue"][1:3] == ["yue", "espeak"]
     assert rows["espeak:ko"][1:3] == ["ko", "espeak"]
     assert "GPL-3.0-or-later" in r.stdout
-    from edged.voice import kokoro_assets
+    from edged.voice.kokoro import assets as kokoro_assets
 
     if kokoro_assets.installed():
         assert rows["kokoro:zf_xiaoxiao"][1:3] == ["zh", "kokoro"]

@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PreparedVoices
 from wyoming.info import Describe, Info
 from wyoming.tts import (
     Synthesize,
@@ -25,11 +24,13 @@ from wyoming.tts import (
     SynthesizeStop,
     SynthesizeVoice,
 )
-from wyoming_harness import Answer, Served, read_until, serve
 
 from edged.audio import Audio
 from edged.config import parse_config
-from edged.voice import Voice, load_voice
+from edged.voice import PiperVoice, load_voice
+from tests.harness.streams import wait_streams
+from tests.harness.voices import PreparedVoices
+from tests.harness.wyoming_server import Answer, Served, read_until, serve
 
 _TIMEOUT_S = 20.0
 _STORY = ("The garage door is open. The washing machine has finished. Someone is at the front "
@@ -38,13 +39,13 @@ _STORY = ("The garage door is open. The washing machine has finished. Someone is
 
 
 @pytest.fixture(scope="module")
-def tiny(tiny_voice_path: Path) -> Voice:
-    return Voice.load(tiny_voice_path)
+def tiny(tiny_voice_path: Path) -> PiperVoice:
+    return PiperVoice.load(tiny_voice_path)
 
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory, default_voice_path: Path,
-         prepared_voices: PreparedVoices) -> Voice:
+         prepared_voices: PreparedVoices) -> PiperVoice:
     """The default voice prepared as the daemon loads it (windows), once for this module."""
     root = tmp_path_factory.mktemp("real-voice")
     prepared_voices.seed(root / "c")
@@ -54,14 +55,14 @@ def real(tmp_path_factory: pytest.TempPathFactory, default_voice_path: Path,
 
 
 @pytest.fixture
-def served(tmp_path: Path, tiny: Voice) -> Iterator[Served]:
+def served(tmp_path: Path, tiny: PiperVoice) -> Iterator[Served]:
     s = serve(tmp_path, tiny)
     yield s
     s.stop()
 
 
 def test_describe_lists_one_streaming_tts_program_with_every_voice(
-        tmp_path: Path, tiny: Voice, tiny_voice_path: Path) -> None:
+        tmp_path: Path, tiny: PiperVoice, tiny_voice_path: Path) -> None:
     """Home Assistant lists installed voices of the first installed tts program, by name, with
     their languages; every voice this daemon can speak is there, with its attribution."""
     other = tmp_path / "voices"
@@ -91,7 +92,7 @@ def test_describe_lists_one_streaming_tts_program_with_every_voice(
 
 
 @pytest.mark.voice
-def test_the_default_voice_is_advertised_with_its_licence(tmp_path: Path, real: Voice) -> None:
+def test_the_default_voice_is_advertised_with_its_licence(tmp_path: Path, real: PiperVoice) -> None:
     """The catalog's licence of the default voice reaches Home Assistant's voice list."""
     s = serve(tmp_path, real)
     try:
@@ -111,7 +112,7 @@ def test_the_default_voice_is_advertised_with_its_licence(tmp_path: Path, real: 
 
 
 def test_synthesize_answers_the_voice_audio_in_the_announced_format(served: Served,
-                                                                    tiny: Voice) -> None:
+                                                                    tiny: PiperVoice) -> None:
     """audio-start with the voice's format, then the very samples the voice makes, then
     audio-stop: what Home Assistant writes into its WAV."""
     text = "Test one. Test two, three."
@@ -131,7 +132,7 @@ def test_synthesize_answers_the_voice_audio_in_the_announced_format(served: Serv
 
 @pytest.mark.voice
 def test_the_first_audio_leaves_before_the_text_is_all_synthesized(tmp_path: Path,
-                                                                  real: Voice) -> None:
+                                                                  real: PiperVoice) -> None:
     """Audio streams as the voice makes it: when the first chunk arrives, the scheduler is still
     working on the request and its whole audio is not in the cache yet (a server that speaks the
     whole text first, as wyoming-piper does, would fail both)."""
@@ -155,7 +156,7 @@ def test_the_first_audio_leaves_before_the_text_is_all_synthesized(tmp_path: Pat
 
 
 def test_streamed_text_in_five_pieces_is_spoken_sentence_by_sentence(served: Served,
-                                                                    tiny: Voice) -> None:
+                                                                    tiny: PiperVoice) -> None:
     """synthesize-start, five synthesize-chunks cutting words and sentences anywhere, the
     `synthesize` copy HA sends for old servers, synthesize-stop: each sentence is spoken once,
     the first one before the rest of the text has arrived, and the answer ends with
@@ -185,7 +186,7 @@ def test_streamed_text_in_five_pieces_is_spoken_sentence_by_sentence(served: Ser
     assert np.array_equal(heard, spoken)  # each sentence once, in order, nothing of the copy
 
 
-def test_a_cached_phrase_answers_from_the_cache(served: Served, tiny: Voice) -> None:
+def test_a_cached_phrase_answers_from_the_cache(served: Served, tiny: PiperVoice) -> None:
     """The phrase cache MQTT fills serves Wyoming too: the second request for a phrase is a
     cache hit and takes no synthesis (no new miss), with the same audio."""
     text = "Someone is at the front door."
@@ -205,7 +206,7 @@ def test_a_cached_phrase_answers_from_the_cache(served: Served, tiny: Voice) -> 
     assert np.array_equal(second.samples, tiny.synthesize(text).samples)
 
 
-def test_wyoming_work_ranks_below_a_critical_announcement(tmp_path: Path, tiny: Voice) -> None:
+def test_wyoming_work_ranks_below_a_critical_announcement(tmp_path: Path, tiny: PiperVoice) -> None:
     """At the one shared scheduler, a Wyoming request is taken after a critical announcement and
     before low-priority work that was waiting longer (wyoming.priority: high). With the worker
     held by a step of other work, all three wait; the order of their first steps shows the ranks.
@@ -225,15 +226,15 @@ def test_wyoming_work_ranks_below_a_critical_announcement(tmp_path: Path, tiny: 
         yield Audio(np.zeros(1, np.int16), 16000)
 
     try:
-        held = scheduler.submit(hold(), rank=2, source="hold")
+        held = scheduler.submit(lambda _lanes: hold(), rank=2, source="hold")
         assert holding.wait(_TIMEOUT_S)
-        low = scheduler.submit(recording("low"), rank=3, source="low")
+        low = scheduler.submit(lambda _lanes: recording("low"), rank=3, source="low")
 
         async def ask() -> Answer:
             async with s.client() as client:
                 await client.write_event(Synthesize(text="Hello.").event())
-                await asyncio.to_thread(_wait_for, lambda: scheduler.open_streams()["wyoming"] == 1)
-                critical = scheduler.submit(recording("critical"), rank=0, source="critical")
+                await asyncio.to_thread(wait_streams, scheduler, "wyoming", 1)
+                critical = scheduler.submit(lambda _lanes: recording("critical"), rank=0, source="critical")
                 release.set()
                 answer = await read_until(client, "audio-stop")
                 assert len(await asyncio.to_thread(list, critical)) == 1
@@ -248,11 +249,3 @@ def test_wyoming_work_ranks_below_a_critical_announcement(tmp_path: Path, tiny: 
     assert seen == {"critical": 1, "low": 0}
 
 
-def _wait_for(predicate: Callable[[], bool]) -> None:
-    """Poll a state that has no event to wait on (the server submits from its executor)."""
-    done = threading.Event()
-    for _ in range(int(_TIMEOUT_S / 0.01)):
-        if predicate():
-            return
-        done.wait(0.01)
-    raise AssertionError("condition not reached")

@@ -10,15 +10,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PreparedVoices
 from wyoming.error import Error
 from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
-from wyoming_harness import Served, read_until, serve
 
 from edged.config import parse_config
-from edged.voice import Voice, load_voice
+from edged.voice import PiperVoice, load_voice
+from tests.harness.voices import PreparedVoices
+from tests.harness.wyoming_server import Served, read_until, serve
 
 _TIMEOUT_S = 20.0
 _MAX_CHARS = 300
@@ -63,7 +63,7 @@ _BAD_EVENTS = [
 
 @pytest.fixture
 def served(tmp_path: Path, tiny_voice_path: Path) -> Iterator[Served]:
-    s = serve(tmp_path, Voice.load(tiny_voice_path), max_chars=_MAX_CHARS)
+    s = serve(tmp_path, PiperVoice.load(tiny_voice_path), max_chars=_MAX_CHARS)
     yield s
     s.stop()
 
@@ -148,7 +148,7 @@ def test_connections_beyond_the_limit_get_busy_and_are_closed(tmp_path: Path,
                                                               tiny_voice_path: Path) -> None:
     """With wyoming.max_connections: 2, a third client gets `error` (busy) and the end of the
     stream; once one of the two leaves, a new client is served."""
-    s = serve(tmp_path, Voice.load(tiny_voice_path), max_connections=2)
+    s = serve(tmp_path, PiperVoice.load(tiny_voice_path), max_connections=2)
 
     async def crowd() -> tuple[Event | None, Event | None, str]:
         first, second = s.client(), s.client()
@@ -180,7 +180,7 @@ def test_connections_beyond_the_limit_get_busy_and_are_closed(tmp_path: Path,
 
 def test_an_idle_client_is_closed(tmp_path: Path, tiny_voice_path: Path) -> None:
     """A connection that sends nothing for wyoming.idle_timeout_s is closed by the server."""
-    s = serve(tmp_path, Voice.load(tiny_voice_path), idle_timeout_s=1.0)
+    s = serve(tmp_path, PiperVoice.load(tiny_voice_path), idle_timeout_s=1.0)
 
     async def idle() -> Event | None:
         async with s.client() as client:

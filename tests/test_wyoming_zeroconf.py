@@ -13,12 +13,12 @@ import logging
 from pathlib import Path
 
 import pytest
-from wyoming_harness import serve
 from zeroconf import ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncZeroconf
 
-from edged.voice import Voice
+from edged.voice import PiperVoice
 from edged.wyoming.advertise import SERVICE_TYPE, Advertiser, addresses_to_advertise
+from tests.harness.wyoming_server import serve
 
 _TIMEOUT_S = 15.0
 
@@ -52,7 +52,7 @@ def test_a_failure_to_advertise_is_one_warning(caplog: pytest.LogCaptureFixture)
 
 def test_zeroconf_off_advertises_nothing(tmp_path: Path, tiny_voice_path: Path) -> None:
     """wyoming.zeroconf: false keeps a wildcard listener quiet."""
-    s = serve(tmp_path, Voice.load(tiny_voice_path), host="0.0.0.0", zeroconf=False)
+    s = serve(tmp_path, PiperVoice.load(tiny_voice_path), host="0.0.0.0", zeroconf=False)
     try:
         assert s.server.advertised == []
     finally:
@@ -63,7 +63,7 @@ def test_a_server_beyond_loopback_is_found_by_a_browser_and_withdrawn(
         tmp_path: Path, tiny_voice_path: Path) -> None:
     """Home Assistant's way in: a `_wyoming._tcp` browser sees `<device_id>._wyoming._tcp` with
     the server's port; at stop the record is withdrawn."""
-    s = serve(tmp_path, Voice.load(tiny_voice_path), host="0.0.0.0")
+    s = serve(tmp_path, PiperVoice.load(tiny_voice_path), host="0.0.0.0")
     wanted = f"{s.config.device_id}.{SERVICE_TYPE}"
     stopped = False
 

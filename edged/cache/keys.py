@@ -6,9 +6,9 @@ the normalizer and phonemizer versions, and the normalized text. Changing any of
 yields a new key, so stale audio cannot be served.
 
 Normalizing a sentence costs ~100 µs, more than a memory hit itself, and a house repeats
-the same phrases; so each loaded Voice object keeps a small memo of (settings, raw text)
+the same phrases; so each loaded voice object keeps a small memo of (settings, raw text)
 -> key. A Voice's fingerprint and normalizer never change while it is loaded, so the memo
-cannot go stale; it dies with the Voice (weak reference).
+cannot go stale; it dies with the voice (weak reference).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def make_key(voice: VoiceBackend, settings: SynthesisSettings, text: str) -> str
 
 
 class KeyMemo:
-    """make_key with a bounded LRU memo per Voice object. Thread-safe."""
+    """make_key with a bounded LRU memo per voice object. Thread-safe."""
 
     def __init__(self, size: int = _MEMO_PER_VOICE) -> None:
         self._size = size

@@ -1,6 +1,6 @@
 """One phrase-cache entry on disk: a checksummed PCM file, written atomically.
 
-Path: `<dir>/<key[:2]>/<key>.pcm` (the folder around it: cache_folder.py).
+Path: `<dir>/<key[:2]>/<key>.pcm` (the folder around it: folder.py).
 
 An entry is a 32-byte header, the request text (UTF-8, padded to even length so the
 samples stay 2-byte aligned), then int16 little-endian mono samples:

@@ -131,6 +131,28 @@ def serve(config: Config, output: Output | None = None) -> bool:
     return reload
 
 
+def ports_problems(running: Config, new: Config) -> list[str]:
+    """The network servers' new addresses that cannot be had (one in use by another program):
+    the new process would exit at start, leaving no daemon. An address the running daemon holds
+    is its own. HTTP left at its defaults runs without HTTP on a port in use (as at start)."""
+    from ..net.listen import bind
+
+    problems = []
+    servers = (("http", running.http, new.http, new.http.enabled_given),
+               ("wyoming", running.wyoming, new.wyoming, True))
+    for key, old, server, fatal in servers:
+        address = (server.host, server.port)
+        if not server.enabled or not fatal or server.port == 0 or (
+                old.enabled and (old.host, old.port) == address):
+            continue
+        try:
+            bind(*address).close()
+        except OSError as err:
+            problems.append(f"{key}.port: cannot listen on {server.host}:{server.port}: "
+                            f"{err.strerror or err}")
+    return problems
+
+
 def reload_problem(running: Config, output: Output | None = None) -> str | None:
     """Why the config file cannot replace the running one (None: it can), from the checks a
     start makes. The audio device is probed only when the new config changes how it is used:
@@ -145,7 +167,7 @@ def reload_problem(running: Config, output: Output | None = None) -> str | None:
             new = dataclasses.replace(new, output=output)
         device = (new.output, new.audio.device, new.audio.rate_hz) != (
             running.output, running.audio.device, running.audio.rate_hz)
-        problems = run_checks(new, device=device)
+        problems = run_checks(new, device=device) + ports_problems(running, new)
     except ConfigError as err:
         problems = [str(err)]
     except Exception as err:  # a check that breaks must never take the running daemon along

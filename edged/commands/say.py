@@ -1,8 +1,9 @@
 """`edged say TEXT`: synthesize one announcement to a WAV file or the loudspeaker.
 
-Text in several languages is cut into language parts, each spoken by its language's voice
-(languages/route.py) and joined into one WAV at one rate and loudness (synthesis/join.py);
-`--debug` logs which voice spoke which part.
+The request obeys the rules every intake does (daemon/fields.py, daemon/policy.py: text, speed,
+the memory budget of a named voice); text in several languages is planned as the daemon plans
+it (synthesis/plan.py: a voice per language part, speakers, settings) and joined into one WAV at
+one rate and loudness; `--debug` logs which voice spoke which part.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from pathlib import Path
 
 from ..audio import Audio, to_wav_bytes
 from ..config import Config
+from ..daemon import fields
+from ..daemon.policy import Refused, RequestPolicy
+from ..daemon.requests import RequestError, SpeechRequest
 from ..files import own_fd, write_output
-from ..languages import LanguageError
-from ..languages.route import Routed, Router
-from ..synthesis.join import Joiner
-from ..voice import VoiceError, VoicePool, default_settings
+from ..synthesis.plan import Planner, spoken
+from ..voice import LoadedVoices, VoiceError
 from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, config_from_args
 
 _LOGGER = logging.getLogger(__name__)
@@ -43,22 +45,25 @@ def add_parser(sub: Subparsers) -> None:
                         "(the default when -o is not given)")
     p.add_argument("--voice", help="voice name or path to a .onnx (default: from config)")
     p.add_argument("--speaker", help="speaker name or id of a multi-speaker voice")
-    p.add_argument("--speed", type=float, help="speaking rate, 0.5-2.0 (default 1.0)")
+    p.add_argument("--speed", type=float, help="speaking rate, 0.5-2 (default 1.0)")
     p.add_argument("--language", help="language of text whose script does not say it (Han, "
                    "digits): zh, yue, ja, ko or en (default: from config, languages.han)")
     add_config_argument(p)
     p.set_defaults(func=run)
 
 
-def _read_text(args: argparse.Namespace, max_chars: int) -> str:
-    text = sys.stdin.read(max_chars * 4 + 1) if args.text == "-" else args.text
-    if not text.strip():
+def _request(args: argparse.Namespace, config: Config) -> SpeechRequest:
+    """TEXT and the options as a SpeechRequest, by the field rules every intake obeys."""
+    raw = sys.stdin.read(config.limits.max_chars * 4 + 1) if args.text == "-" else args.text
+    if not raw.strip():
         raise CommandError("nothing to say: TEXT is empty")
-    if len(text) > max_chars:
-        raise CommandError(
-            f"text is {len(text)} characters; the limit is {max_chars} (limits.max_chars)"
-        )
-    return text
+    try:
+        text = fields.text(raw, config.limits.max_chars)
+        speed = fields.speed(args.speed, name="--speed") if args.speed is not None else None
+        language = fields.language(args.language) if args.language is not None else None
+    except RequestError as err:
+        raise CommandError(f"{err} (limits.max_chars)" if err.too_large else str(err)) from None
+    return SpeechRequest(text, args.voice, args.speaker, speed, language=language)
 
 
 def _check_writable(path: Path) -> None:
@@ -81,42 +86,32 @@ def _check_writable(path: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args, DEFAULT_CONFIG)
-    text = _read_text(args, config.limits.max_chars)
-    if args.speed is not None and not 0.5 <= args.speed <= 2.0:
-        raise CommandError(f"--speed {args.speed} is out of range 0.5..2.0")
+    request = _request(args, config)
     if args.output:
         _check_writable(args.output)
     play = args.play or not args.output
+    planner = Planner(config, LoadedVoices(config))
     try:
-        routed = Router(config, VoicePool(config)).route(text, voice=args.voice,
-                                                         language=args.language)
-        chunks, rate_hz = _chunks(config, routed, args)
-    except (VoiceError, LanguageError) as err:
+        request = RequestPolicy(planner).admit(request)
+        utterance = planner.utterance(request.text, request.voice, speaker=request.speaker,
+                                      speed=request.speed, language=request.language)
+    except (VoiceError, Refused) as err:
         raise CommandError(str(err)) from err
-
+    for part in utterance.parts:
+        _LOGGER.info("Part %s (%s): %s", part.language, part.voice.name, part.text)
+    chunks = spoken(utterance, lambda part, lanes: part.voice.stream(part.text, part.settings,
+                                                                     lanes))
     started = time.monotonic()
-    parts = _play(chunks, config) if play else list(chunks)
-    audio = Audio.join(parts, rate_hz)
+    try:
+        parts = _play(chunks, config) if play else list(chunks)
+    except VoiceError as err:
+        raise CommandError(str(err)) from err
+    audio = Audio.join(parts, utterance.rate_hz)
     _LOGGER.info("Synthesized %.2f s of audio in %.2f s", audio.duration_s,
                  time.monotonic() - started)
     if args.output:
         _write(args.output, to_wav_bytes(audio))
     return 0
-
-
-def _chunks(config: Config, routed: list[Routed],
-            args: argparse.Namespace) -> tuple[Iterator[Audio], int]:
-    """The audio of every part in order (joined when there are several), and its rate."""
-    streams = []
-    for item in routed:
-        _LOGGER.info("Part %s (%s): %s", item.language, item.voice.name, item.text)
-        speaker = args.speaker if len(routed) == 1 or item.voice.backend == "piper" else None
-        settings = default_settings(config, item.voice, speaker=speaker, speed=args.speed)
-        streams.append(item.voice.stream(item.text, settings))
-    if len(routed) == 1:
-        return streams[0], routed[0].voice.rate_hz
-    joiner = Joiner(max(r.voice.rate_hz for r in routed), config.languages.switch_pause_ms)
-    return (chunk for stream in streams for chunk in joiner.part(stream)), joiner.rate_hz
 
 
 def _play(chunks: Iterator[Audio], config: Config) -> list[Audio]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from ..languages.codes import locale_language
 from ..voice import VoiceError, find_voice
-from ..voice.catalog import CatalogError, load_catalog
-from ..voice.listing import voice_listings
+from ..voice.catalog.known import CatalogError, load_catalog
+from ..voice.catalog.listing import voice_listings
 from .common import CommandError, Subparsers, add_config_argument, config_from_args
 
 
@@ -68,7 +68,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_pull(args: argparse.Namespace) -> int:
-    from ..voice.pull import pull_voice
+    from ..voice.catalog.pull import pull_voice
 
     config = config_from_args(args)
     name = args.name if ":" in args.name else f"kokoro:{args.name}"
@@ -98,7 +98,7 @@ def run_optimize(args: argparse.Namespace) -> int:
     out_dir = args.out or (config.voice.dirs[0] if config.voice.dirs else None)
     if out_dir is None:
         raise CommandError("give --out FOLDER (or set voice.dirs) for the INT8 voice")
-    from ..voice.split import quantize_int8  # imports onnx: only for this action
+    from ..voice.prepare.split import quantize_int8  # imports onnx: only for this action
 
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{source.name.removesuffix('.onnx')}-int8.onnx"

@@ -1,6 +1,6 @@
 """The config file: schema (frozen dataclasses), loader, and the rules between fields."""
 
-from .fields import PATH_KINDS, ConfigError, check_topic_part, default_request_bytes
+from .fields import PATH_KINDS, SPEED_RANGE, ConfigError, check_topic_part, default_request_bytes
 from .house import parse_hhmm
 from .loader import load_config, parse_config
 from .schema import (
@@ -21,7 +21,7 @@ from .schema import (
 from .servers import HomeAssistantConfig, HttpConfig, WyomingConfig
 
 __all__ = [
-    "PATH_KINDS", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
+    "PATH_KINDS", "SPEED_RANGE", "AudioConfig", "CacheConfig", "ChimesConfig", "Config", "ConfigError",
     "FrontendConfig", "HomeAssistantConfig", "HttpConfig", "LanguagesConfig", "LimitsConfig",
     "MqttConfig", "QuietHours", "ScheduleConfig", "TlsConfig", "VoiceConfig", "VolumeRange",
     "WyomingConfig", "check_topic_part", "default_request_bytes", "load_config", "parse_config",

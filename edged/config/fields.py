@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import field
-from typing import Any
+from typing import Any, Final
 
 PATH_KINDS = ("file", "secret", "pem", "wav", "folder", "state")
 MAX_TOPIC_PART_BYTES = 256
@@ -37,6 +37,12 @@ def check_topic_part(key: str, value: str) -> None:
         raise ConfigError(f"{key}: must not be empty")
     if len(value.encode("utf-8", "surrogatepass")) > MAX_TOPIC_PART_BYTES:
         raise ConfigError(f"{key}: longer than {MAX_TOPIC_PART_BYTES} bytes")
+
+
+SPEED_RANGE: Final = (0.5, 2.0)
+"""Speaking rates edged accepts anywhere (the config, every request, `edged say`, every voice):
+2.0 is twice as fast. Outside it the voices garble; OpenAI's API allows 0.25-4, and is refused
+beyond ours rather than clamped silently."""
 
 
 def default_request_bytes(max_chars: int) -> int:

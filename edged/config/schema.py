@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .fields import ConfigError, check_topic_part, default_request_bytes, opt, path_of
+from .fields import SPEED_RANGE, ConfigError, check_topic_part, default_request_bytes, opt, path_of
 from .house import QuietHours, ScheduleConfig, VolumeRange, parse_hhmm
 from .servers import HomeAssistantConfig, HttpConfig, WyomingConfig
 
@@ -29,7 +29,7 @@ class VoiceConfig:
     """Extra folders holding `<name>.onnx` + `<name>.onnx.json` voices."""
     speaker: str | None = None
     """Speaker name or id for multi-speaker voices; None: the voice's first speaker."""
-    speed: float = opt(1.0, min=0.5, max=2.0)
+    speed: float = opt(1.0, min=SPEED_RANGE[0], max=SPEED_RANGE[1])
     """Speaking rate; 2.0 is twice as fast (Piper length_scale = 1/speed)."""
     noise_scale: float | None = opt(None, min=0.0, max=2.0)
     noise_w: float | None = opt(None, min=0.0, max=2.0)
@@ -160,6 +160,11 @@ class MqttConfig:
     group_prefix: str = "edged"
     """First part of the house-wide topics: `<group_prefix>/group/<name>/say` (groups) and
     the synthesis pool's `<group_prefix>/synth/say`."""
+    reply_prefix: str | None = None
+    """Where a request's `reply_to` (or MQTT 5 Response Topic) may point: topics under it only
+    (`<reply_prefix>/...`), which no topic of edged's or Home Assistant's is. None:
+    `<group_prefix>/reply`. A broker ACL can then let requesters read there and members write
+    there, and nothing else (docs/security.md)."""
     stream_audio: bool = False
     """Publish audio in parts as each sentence is synthesized (lower latency) instead of one WAV."""
     state_dir: Path = path_of("state", Path("state"))
@@ -169,6 +174,10 @@ class MqttConfig:
         if self.password_file is not None and self.username is None:
             raise ConfigError("mqtt.password_file: set without mqtt.username")
         check_topic_part("mqtt.group_prefix", self.group_prefix)
+        if self.reply_prefix is not None:
+            check_topic_part("mqtt.reply_prefix", self.reply_prefix)
+            if self.reply_prefix.startswith("$"):
+                raise ConfigError("mqtt.reply_prefix: must not start with '$' (the broker's)")
 
 
 @dataclass(frozen=True)
@@ -261,8 +270,9 @@ class AudioConfig:
 
 
 
-RESERVED_DEVICE_IDS = ("group", "synth")
-"""They would name the house-wide topics `<group_prefix>/group/...` and `.../synth/...`."""
+RESERVED_DEVICE_IDS = ("group", "synth", "reply")
+"""They would name the house-wide topics `<group_prefix>/group/...`, `.../synth/...` and the
+default reply prefix `.../reply/...`."""
 
 
 @dataclass(frozen=True)
@@ -313,6 +323,7 @@ class Config:
             if self.topic_prefix == house or self.topic_prefix.startswith(house + "/"):
                 raise ConfigError(f"mqtt.topic_prefix: {self.topic_prefix!r} is inside the "
                                   f"house-wide topics {house}/...")
+        self._check_reply_prefix()
         for i, name in enumerate(self.groups):
             check_topic_part(f"groups[{i}]", name)
             if "/" in name:
@@ -327,6 +338,22 @@ class Config:
                 raise ConfigError("groups: a synth daemon (role: synth) has no loudspeaker to "
                                   "join a group with")
 
+    def _check_reply_prefix(self) -> None:
+        """The reply prefix shares no topic with this device's, the house's or HA's."""
+        reply = self.reply_prefix
+        taken = {"mqtt.topic_prefix": self.topic_prefix,
+                 "homeassistant.discovery_prefix": self.homeassistant.discovery_prefix,
+                 "the groups' topics": f"{self.mqtt.group_prefix}/group",
+                 "the synthesis pool's topic": f"{self.mqtt.group_prefix}/synth"}
+        for key, topic in taken.items():
+            if _overlap(reply, topic):
+                raise ConfigError(f"mqtt.reply_prefix: {reply!r} shares topics with {key} "
+                                  f"({topic}/...): an answer could be taken for a request")
+
+    @property
+    def reply_prefix(self) -> str:
+        return self.mqtt.reply_prefix or f"{self.mqtt.group_prefix}/reply"
+
     @property
     def topic_prefix(self) -> str:
         return self.mqtt.topic_prefix or f"edged/{self.device_id}"
@@ -336,3 +363,8 @@ class Config:
         return self.mqtt.client_id or f"edged-{self.device_id}"
 
 
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether topics under `a` and under `b` can be the same topic."""
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")

@@ -4,9 +4,12 @@
                               retained payload that removes the device)
     <prefix>/status online -> the device config again, `online`, and the state: HA restarted and
                               may have lost what it knew (retained messages come back anyway,
-                              but a broker without persistence forgets them)
+                              but a broker without persistence forgets them); latest values, so
+                              a burst of `online` republishes once
     <p>/set/volume  "40"   -> the device volume (0-100), saved in mqtt.state_dir, state published
-    <p>/set/voice   NAME   -> the voice for requests that name none, saved, state published
+    <p>/set/voice   NAME   -> the voice for requests that name none (every intake: the request
+                              policy), saved, state published; refused when it cannot fit
+                              limits.memory_mb
 
 A bad settings payload gets a `rejected` event on `<p>/event` with the reason, like a bad
 request. Everything here runs on paho's network thread and never raises.
@@ -15,31 +18,37 @@ request. Everything here runs on paho's network thread and never raises.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..config import Config
-from ..device_state import SettingError
-from ..events import Rejected
-from ..requests import new_id
+from ..daemon.device_state import SettingError
+from ..daemon.events import Rejected
+from ..daemon.policy import RequestPolicy
+from ..daemon.requests import new_id
 from .discovery import Discovery, build_discovery, settings_topics
 
 if TYPE_CHECKING:
-    from ..daemon import Daemon
+    from ..daemon.core import Daemon
 
 _LOGGER = logging.getLogger(__name__)
 _MAX_SETTING_BYTES = 256
+_STATUS_EVERY_S = 1.0
 
 
 class HomeAssistantBridge:
     """Attach to a daemon's link before it starts; see the module docstring."""
 
-    def __init__(self, config: Config, daemon: Daemon, voices: Sequence[str]) -> None:
+    def __init__(self, config: Config, daemon: Daemon, policy: RequestPolicy,
+                 voices: Sequence[str]) -> None:
         self._enabled = config.homeassistant.discovery
         self._daemon = daemon
+        self._policy = policy
         self._link = daemon.link
         self.discovery: Discovery = build_discovery(config, voices)
         self._volume_topic, self._voice_topic = settings_topics(config.topic_prefix)
+        self._announced_at = -_STATUS_EVERY_S
 
     def attach(self) -> None:
         self._link.add_on_connect(self.announce)
@@ -49,18 +58,27 @@ class HomeAssistantBridge:
             self._link.add_route(self.discovery.status_topic, self._on_status)
 
     def announce(self) -> None:
-        """Publish the device config (retained), or remove the device when discovery is off."""
+        """Publish the device config (retained), or remove the device when discovery is off.
+        A latest value (mqtt/outbox.py): one in flight and one waiting at most, so a burst of
+        `online` (20,000 of them left 40,000 messages of 6.8 KB waiting before events and
+        announcements) republishes once, not once each."""
         payload = self.discovery.to_bytes() if self._enabled else b""
-        if not self._link.publish(self.discovery.topic, payload, retain=True):
+        if not self._link.publish(self.discovery.topic, payload, retain=True, latest=True):
             _LOGGER.warning("Could not publish the Home Assistant device config to %s",
                             self.discovery.topic)
         elif self._enabled:
             _LOGGER.info("Home Assistant device config published on %s", self.discovery.topic)
 
     def _on_status(self, payload: bytes) -> None:
+        """Home Assistant (re)started: tell it about the device again, at most once a second
+        (a flood of `online` must not queue a config for each ahead of events)."""
         if payload.strip() != b"online":
             return  # "offline": HA went away; nothing to do until it is back
         _LOGGER.info("Home Assistant is online: announcing the device again")
+        now = time.monotonic()
+        if now - self._announced_at < _STATUS_EVERY_S:
+            return  # a burst of `online`: HA has been told already
+        self._announced_at = now
         self.announce()
         self._link.publish(self._link.topics.availability, b"online", retain=True)
         self._daemon.publish_state()
@@ -77,6 +95,8 @@ class HomeAssistantBridge:
     def _on_voice(self, payload: bytes) -> None:
         try:
             name = _text(payload).strip()
+            if name and (why := self._policy.settable(name)):
+                raise SettingError(why)
             self._daemon.settings.set_voice(name or None)
         except SettingError as err:
             self._reject(f"{self._voice_topic}: {err}")

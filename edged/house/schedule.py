@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ScheduleConfig, parse_hhmm
-from ..priorities import PRIORITIES, rank
+from ..daemon.priorities import PRIORITIES, rank
 
 
 @dataclass(frozen=True)

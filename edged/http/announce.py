@@ -22,13 +22,13 @@ from typing import Final
 
 from aiohttp import web
 
-from ..daemon import Daemon
-from ..events import Event
+from ..daemon.core import Daemon
+from ..daemon.events import Event
+from ..daemon.outcomes import SayOutcome
+from ..daemon.policy import Refused
+from ..daemon.requests import RequestError
 from ..net import run_blocking
-from ..outcomes import Intake
-from ..requests import RequestError
-from ..synthesis import Scheduler
-from .errors import HttpError, busy
+from .errors import HttpError, busy, refusal
 
 _SSE_BUFFER: Final = 256
 _KEEPALIVE_S: Final = 15.0
@@ -37,14 +37,13 @@ _STATUS: Final = {"invalid": 400, "too_large": 413, "unavailable": 503}
 
 
 class Announcements:
-    def __init__(self, daemon: Daemon, scheduler: Scheduler) -> None:
+    def __init__(self, daemon: Daemon) -> None:
         self._daemon = daemon
-        self._scheduler = scheduler
         self.streams: set[asyncio.Task[object]] = set()
         """Running event streams, ended by the server when it stops."""
 
     async def say(self, request: web.Request) -> web.Response:
-        intake: Intake = await run_blocking(self._daemon.say, await request.read())
+        intake: SayOutcome = await run_blocking(self._daemon.say, await request.read())
         if intake.outcome == "rejected":
             if intake.problem == "busy":
                 raise busy(intake.error)
@@ -57,12 +56,13 @@ class Announcements:
             done = await run_blocking(self._daemon.control, await request.read())
         except RequestError as err:
             raise HttpError(413 if err.too_large else 400, str(err)) from None
+        except Refused as refused:
+            raise refusal(refused) from None
         return web.json_response(done.to_json())
 
     async def state(self, _request: web.Request) -> web.Response:
         state = await run_blocking(self._daemon.state)
-        state["synthesis_streams"] = self._scheduler.open_streams()
-        return web.json_response(state)
+        return web.json_response(state.to_json())
 
     async def events(self, request: web.Request) -> web.StreamResponse:
         loop = asyncio.get_running_loop()

@@ -20,7 +20,7 @@ import numpy as np
 import soundfile
 
 from ..audio import Audio, Samples, to_float, to_int16, with_volume
-from ..playback.resample import Resampler, resample
+from ..audio.resample import Resampler, resample
 
 _STREAMING_SIZE: Final = 0xFFFFFFFF
 """RIFF and data sizes of a WAV whose length is not known yet: "until the end of the stream"."""

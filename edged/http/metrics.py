@@ -8,20 +8,19 @@ cache's own totals, the announcement queue, open HTTP synthesis streams, the pro
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ..daemon.state import State
 from ..memory import rss_mb
 
 _FIRST_AUDIO_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4)
 
 
 class Metrics:
-    def __init__(self, state: Callable[[], dict[str, Any]],
-                 open_streams: Callable[[], int]) -> None:
+    def __init__(self, state: Callable[[], State], open_streams: Callable[[], int]) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter("edged_http_requests", "HTTP requests by endpoint and outcome",
                                 ["endpoint", "outcome"], registry=self.registry)
@@ -42,8 +41,7 @@ class Metrics:
 class _Live(Collector):
     """Figures read when scraped."""
 
-    def __init__(self, state: Callable[[], dict[str, Any]],
-                 open_streams: Callable[[], int]) -> None:
+    def __init__(self, state: Callable[[], State], open_streams: Callable[[], int]) -> None:
         self._state = state
         self._open_streams = open_streams
 
@@ -52,10 +50,10 @@ class _Live(Collector):
 
     def collect(self) -> Iterator[Metric]:
         state = self._state()
-        cache = state.get("cache") or {}
+        cache = state.cache
         hits = cache.get("hits") or {}
         yield _gauge("edged_queue_depth", "Announcements waiting for the loudspeaker",
-                     state.get("queue", 0))
+                     state.queue)
         yield _gauge("edged_http_streams_open", "HTTP synthesis streams running now",
                      self._open_streams())
         yield _gauge("edged_cache_hits", "Phrase cache hits since start (all sources)",

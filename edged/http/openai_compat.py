@@ -6,7 +6,8 @@ Node-RED flows) can use edged by pointing their base URL at it:
     GET  /v1/models
 
 - model: tts-1, tts-1-hd or edged (all the same voice here); anything else is 400.
-- voice: OpenAI's names speak with the configured voice; an edged voice name picks that voice.
+- voice: OpenAI's names speak with the device's voice (the one selected in Home Assistant, else
+  the configured one); an edged voice name picks that voice.
 - response_format: mp3 (OpenAI's default), opus, flac, wav, pcm (24 kHz, as OpenAI's); aac has
   no encoder here (415). wav and pcm stream; the others come whole (formats.py).
 - speed: edged's range, 0.5-2 (OpenAI's is 0.25-4): outside it is 400, never clamped silently.
@@ -68,16 +69,16 @@ class OpenAiSpeech:
             request = checked(fields, self._speaker.rules)
         except HttpError as err:  # our field names, OpenAI's words
             raise HttpError(err.status, str(err).replace("text", "input", 1)) from None
-        return TtsParams(request.text, request.voice, None, request.speed, 1.0, fmt,
-                         _PCM_RATE_HZ if fmt.name == "pcm" else None)
+        return TtsParams(request, fmt, _PCM_RATE_HZ if fmt.name == "pcm" else None)
 
     def _voice(self, voice: object) -> str | None:
         if not isinstance(voice, str):
             raise HttpError(400, "voice must be a string")
         if voice in OPENAI_VOICES:
-            return None  # the configured voice
-        if voice not in self._speaker.rules.voices:
+            return None  # the device's voice (its selected one, else the configured one)
+        known = self._speaker.rules.voices or ()
+        if voice not in known:
             raise HttpError(400, f"voice {voice[:40]!r} is unknown; OpenAI's names "
-                            f"({', '.join(OPENAI_VOICES)}) speak with the configured voice, "
-                            f"or name an edged voice: {', '.join(sorted(self._speaker.rules.voices))}")
+                            f"({', '.join(OPENAI_VOICES)}) speak with the device's voice, "
+                            f"or name an edged voice: {', '.join(sorted(known))}")
         return voice

@@ -1,5 +1,5 @@
-"""What a speech request asks for, from a JSON body or a query string, checked by the same rules
-as an MQTT announcement (requests.py: text length and characters, voice, speaker, speed, volume).
+"""What a speech request asks for, from a JSON body or a query string, checked by the same field
+rules as an MQTT announcement (daemon/requests.py, daemon/fields.py), plus the answer's format.
 """
 
 from __future__ import annotations
@@ -11,26 +11,20 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from ..requests import Request, RequestError, Rules, parse_request
+from ..daemon.requests import RequestError, Rules, SpeechRequest, speech_request
 from .errors import HttpError
 from .formats import ALIASES, FORMATS, Format, supported
 
 TTS_FIELDS: Final = ("text", "voice", "speaker", "speed", "volume", "language", "format")
+_SPEECH_FIELDS: Final = tuple(f for f in TTS_FIELDS if f != "format")
 _NUMBERS: Final = ("speed", "volume")
 
 
 @dataclass(frozen=True)
 class TtsParams:
-    text: str
-    voice: str | None
-    speaker: str | int | None
-    speed: float | None
-    volume: float
+    speech: SpeechRequest
     format: Format
     rate_hz: int | None = None
-    """Resample to this rate (OpenAI's pcm is 24 kHz); None: the voice's own."""
-    language: str | None = None
-    """What language Han text (or untagged text) is, as MQTT's `language` field."""
     """Resample to this rate (OpenAI's pcm is 24 kHz); None: the voice's own."""
 
 
@@ -64,17 +58,15 @@ def from_query(query: Mapping[str, str]) -> dict[str, Any]:
     return data
 
 
-def tts_params(data: dict[str, Any], rules: Rules, *, fields: tuple[str, ...] = TTS_FIELDS,
-               default_format: str = "wav") -> TtsParams:
-    unknown = [k for k in data if k not in fields]
+def tts_params(data: dict[str, Any], rules: Rules) -> TtsParams:
+    """/api/tts's fields: a SpeechRequest (at normal priority) and a format; 400/413/415."""
+    unknown = [k for k in data if k not in TTS_FIELDS]
     if unknown:
         raise HttpError(400, f"unknown field {unknown[0][:40]!r}; allowed fields: "
-                        f"{', '.join(fields)}")
+                        f"{', '.join(TTS_FIELDS)}")
     rest = dict(data)
-    fmt = pick_format(rest.pop("format", default_format))
-    request = checked(rest, rules)
-    return TtsParams(request.text, request.voice, request.speaker, request.speed,
-                     request.volume, fmt, language=request.language)
+    fmt = pick_format(rest.pop("format", "wav"))
+    return TtsParams(checked(rest, rules), fmt)
 
 
 def pick_format(name: object, field: str = "format") -> Format:
@@ -86,9 +78,10 @@ def pick_format(name: object, field: str = "format") -> Format:
     return fmt
 
 
-def checked(data: dict[str, Any], rules: Rules) -> Request:
-    """`data` through the MQTT request rules: a `Request`, or 400/413 with their sentence."""
+def checked(data: dict[str, Any], rules: Rules) -> SpeechRequest:
+    """`data` through the request fields' rules: a SpeechRequest, or 400/413 with their
+    sentence."""
     try:
-        return parse_request(json.dumps(data).encode(), rules)
+        return speech_request(data, rules, allowed=_SPEECH_FIELDS)
     except RequestError as err:
         raise HttpError(413 if err.too_large else 400, str(err)) from None

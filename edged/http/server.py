@@ -25,19 +25,20 @@ from typing import Final
 
 from aiohttp import web
 
-from ..config import Config, HttpConfig
-from ..daemon import Daemon
-from ..net import listen
+from ..config import Config
+from ..daemon.core import Daemon
+from ..daemon.policy import RequestPolicy
+from ..daemon.requests import Rules
 from ..net.listen import url_of
-from ..requests import Rules
 from ..synthesis import Speech
+from ..synthesis.sources import HTTP
 from .announce import Announcements
 from .errors import HttpError, error_response
 from .metrics import Metrics
 from .openai_compat import OpenAiSpeech
 from .params import from_query, json_object, tts_params
-from .speak import OUTCOME, SOURCE, Speaker
-from .status import Status
+from .speak import OUTCOME, Speaker
+from .status import Health
 
 _LOGGER = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -47,30 +48,25 @@ _PUBLIC: Final = frozenset([*_PAGE, "/healthz"])
 _LOOPBACK_NAMES: Final = ("localhost", "ip6-localhost")
 
 
-def bind(config: HttpConfig) -> socket.socket:
-    """A listening socket on http.host:http.port; OSError when it cannot be had."""
-    return listen.bind(config.host, config.port)
-
-
 class HttpServer:
     """A `net.Server`; serves on the socket `bind` returned."""
 
     name = "http"
 
-    def __init__(self, config: Config, daemon: Daemon, speech: Speech,
+    def __init__(self, config: Config, daemon: Daemon, speech: Speech, policy: RequestPolicy,
                  sock: socket.socket) -> None:
         self._config = config.http
         # The MQTT rules for what a speech request may ask (its text, voice, speaker, ...).
-        rules = Rules(max_chars=config.limits.max_chars, voices=speech.pool.names)
+        rules = Rules(max_chars=config.limits.max_chars, voices=speech.voices.names)
         self._sock = sock
         self.url = url_of(sock)
         self._key = _read_key(config.http.api_key_file)
         self._loopback = _is_loopback(config.http.host)
-        self._metrics = Metrics(daemon.state, lambda: speech.scheduler.open_streams()[SOURCE])
-        self._speaker = Speaker(speech, rules, self._metrics, config.http.max_streams,
+        self._metrics = Metrics(daemon.state, lambda: speech.scheduler.open_streams()[HTTP])
+        self._speaker = Speaker(speech, policy, rules, self._metrics, config.http.max_streams,
                                 config.http.batch_max_items)
-        self._announce = Announcements(daemon, speech.scheduler)
-        self._status = Status(config, daemon, speech.pool, self._metrics)
+        self._announce = Announcements(daemon)
+        self._status = Health(config, daemon, speech.voices, self._metrics)
         self._runner: web.AppRunner | None = None
         self.app = self._make_app(max(65536, rules.max_bytes * config.http.batch_max_items))
 

@@ -1,8 +1,10 @@
 """Speech over HTTP: `/api/tts` (body or query), `/api/tts-batch`, and the answer behind
 OpenAI's `/v1/audio/speech` (openai_compat.py parses that one).
 
-    stream = open_speech(...)         cached: one chunk, no synthesis slot; miss: a slot of the
-                                      "http" source (http.max_streams) or 429 at once
+    stream = open_speech(...)         the request policy first (the device's voice, the memory
+                                      budget: daemon/policy.py); cached: one chunk, no synthesis
+                                      slot; miss: a slot of the "http" source (http.max_streams)
+                                      or 429 at once
     wav/pcm: headers + first chunk    as soon as the first decoder window is ready, then each
                                       window as it is made (chunked transfer)
     mp3/flac/opus: the whole, encoded off the loop (formats.py says why)
@@ -22,20 +24,18 @@ from typing import Final
 from aiohttp import web
 
 from ..audio import Audio
+from ..daemon.policy import Refused, RequestPolicy
+from ..daemon.requests import Rules
 from ..net import chunks, open_speech, run_blocking
-from ..priorities import rank
-from ..requests import Rules
 from ..synthesis import Busy, SchedulerStopped, Speech, SpeechStream
+from ..synthesis.sources import HTTP
 from ..voice import VoiceError
-from .errors import HttpError, busy
+from .errors import HttpError, busy, refusal
 from .formats import FORMATS, PcmOut, encode_whole, wav_header
 from .metrics import Metrics
 from .params import TtsParams, json_object, tts_params
 
 _LOGGER = logging.getLogger(__name__)
-SOURCE: Final = "http"
-"""This server's source at the synthesis scheduler (bound: http.max_streams)."""
-_RANK: Final = rank("normal")
 _BATCH_COMMON: Final = ("voice", "speaker", "speed", "volume")
 OUTCOME: Final = web.RequestKey("outcome", str)
 """What the metrics count a request as, when its status does not say it (a client that left)."""
@@ -44,9 +44,10 @@ OUTCOME: Final = web.RequestKey("outcome", str)
 class Speaker:
     """The speech endpoints' shared part: opening a stream and writing the answer."""
 
-    def __init__(self, speech: Speech, rules: Rules, metrics: Metrics, max_streams: int,
-                 batch_max_items: int) -> None:
+    def __init__(self, speech: Speech, policy: RequestPolicy, rules: Rules, metrics: Metrics,
+                 max_streams: int, batch_max_items: int) -> None:
         self._speech = speech
+        self._policy = policy
         self.rules = rules
         self._metrics = metrics
         self._max_streams = max_streams
@@ -54,9 +55,9 @@ class Speaker:
 
     async def open(self, params: TtsParams) -> SpeechStream:
         try:
-            stream = await open_speech(self._speech, params.text, voice=params.voice,
-                                       speaker=params.speaker, speed=params.speed,
-                                       language=params.language, rank=_RANK, source=SOURCE)
+            stream = await open_speech(self._speech, self._policy, params.speech, source=HTTP)
+        except Refused as refused:
+            raise refusal(refused) from None
         except VoiceError as err:
             raise HttpError(400, str(err)) from None
         except Busy:
@@ -77,7 +78,7 @@ class Speaker:
             parts = [chunk async for chunk in audio]
             self._metrics.first_audio.observe(time.monotonic() - started)
             body, rate = await run_blocking(encode_whole, iter(parts), params.format,
-                                            params.volume, params.rate_hz)
+                                            params.speech.volume, params.rate_hz)
             return web.Response(body=body, headers=_headers(params, rate, stream))
         finally:
             stream.close()  # at once, also when the client left or the task was cancelled
@@ -88,7 +89,7 @@ class Speaker:
                         started: float) -> web.StreamResponse:
         first = await anext(audio, None)
         self._metrics.first_audio.observe(time.monotonic() - started)
-        out = PcmOut(params.volume, params.rate_hz)
+        out = PcmOut(params.speech.volume, params.rate_hz)
         rate = out.out_rate(stream.utterance.rate_hz)
         response = web.StreamResponse(headers=_headers(params, rate, stream))
         response.enable_chunked_encoding()
@@ -131,7 +132,7 @@ class Speaker:
             with await self.open(params) as stream:
                 parts = [chunk async for chunk in chunks(stream)]
             wav, _rate = await run_blocking(encode_whole, iter(parts), FORMATS["wav"],
-                                            params.volume)
+                                            params.speech.volume)
             files.append(wav)
         body = await run_blocking(_zip, files)
         return web.Response(body=body, content_type="application/zip",

@@ -15,18 +15,19 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from ..config import Config
-from ..daemon import Daemon
+from ..daemon.core import Daemon
 from ..net import run_blocking
-from ..voice import Voice, VoicePool
-from ..voice.listing import voice_listings
+from ..voice import LoadedVoices, PiperVoice
+from ..voice.catalog.listing import voice_listings
 from .metrics import Metrics
 
 
-class Status:
-    def __init__(self, config: Config, daemon: Daemon, pool: VoicePool, metrics: Metrics) -> None:
+class Health:
+    def __init__(self, config: Config, daemon: Daemon, voices: LoadedVoices,
+                 metrics: Metrics) -> None:
         self._config = config
         self._daemon = daemon
-        self._pool = pool
+        self._voices = voices
         self._metrics = metrics
         self.stopping = False
 
@@ -34,12 +35,12 @@ class Status:
         return web.json_response({"status": "alive"})
 
     async def readyz(self, _request: web.Request) -> web.Response:
-        voice = self._pool.peek()
+        voice = self._voices.peek()
         state = await run_blocking(self._daemon.state)
         ready = voice is not None and not self.stopping
         body = {"ready": ready, "voice": voice.name if voice is not None else None,
                 "broker": "connected" if self._daemon.link.connected.is_set() else "disconnected",
-                "queue": state["queue"], "state": state["state"]}
+                "queue": state.queue, "state": state.state}
         return web.json_response(body, status=200 if ready else 503)
 
     async def voices(self, _request: web.Request) -> web.Response:
@@ -50,10 +51,10 @@ class Status:
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     def _voice_list(self) -> list[dict[str, Any]]:
-        """Every voice a request may name (voice/listing.py), the device's default first."""
-        default = self._pool.get()
-        paths = {default.name: default.onnx_path} if isinstance(default, Voice) else {}
+        """Every voice a request may name (voice/catalog/listing.py), the device's default first."""
+        default = self._voices.get()
+        paths = {default.name: default.onnx_path} if isinstance(default, PiperVoice) else {}
         return [{"name": v.name, "default": v.name == default.name, "language": v.language,
                  "rate_hz": v.rate_hz, "speakers": list(v.speakers) or v.num_speakers,
                  "licence": v.licence or None}
-                for v in voice_listings(self._config, self._pool.listed, paths)]
+                for v in voice_listings(self._config, self._voices.listed, paths)]

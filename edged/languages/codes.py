@@ -12,8 +12,6 @@ ALIASES: Final = {"jp": "ja", "cmn": "zh", "zh-cn": "zh", "zh-hk": "yue", "kr": 
 """Other spellings accepted on input (the seed's `<|jp|>`); events always carry the code."""
 READY: Final = {"en": "Ready.", "zh": "好的。", "yue": "好。", "ja": "はい。", "ko": "네."}
 """A short first utterance per language: a voice's first inference allocates its buffers."""
-NAMES: Final = {"en": "English", "zh": "Mandarin", "yue": "Cantonese", "ja": "Japanese",
-                "ko": "Korean"}
 
 
 class LanguageError(ValueError):

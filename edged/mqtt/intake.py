@@ -53,7 +53,7 @@ class LinkHandler(Protocol):
     def on_connected(self, session_present: bool) -> None: ...
 
 
-class Intake:
+class Subscriptions:
     """The topics of one daemon and where each message goes."""
 
     def __init__(self, config: Config, say: str, control: str) -> None:

@@ -34,9 +34,9 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from ..config import Config
-from ..requests import CONTROL_MAX_BYTES
+from ..daemon.requests import CONTROL_MAX_BYTES
 from .client_setup import Topics, no_delay, set_credentials
-from .intake import Intake, LinkHandler, Ticket
+from .intake import LinkHandler, Subscriptions, Ticket
 from .outbox import Latest, Outbox
 
 _LOGGER = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class MqttLink:
         self._stopping = False
         self._last_error = ""
         self._dropped = 0
-        self.intake = Intake(config, self.topics.say, self.topics.control)
+        self.intake = Subscriptions(config, self.topics.say, self.topics.control)
         self._on_connect_hooks: list[Callable[[], None]] = []
 
         client = paho.Client(

@@ -9,7 +9,7 @@
     main thread: NetLoop.stop()  ─► each server's stop(), pending tasks cancelled, loop closed
 
 The core (paho, the announcer, the scheduler's workers) stays on threads; the servers hand work
-to the same scheduler and voice pool as MQTT does.
+to the same request policy, scheduler and loaded voices as MQTT does.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Speech for the network servers: the same `Speech` (voice pool, phrase cache, synthesis
-scheduler) as MQTT, reached from coroutines without blocking the loop.
+"""Speech for the network servers: the same request policy and `Speech` (loaded voices, phrase
+cache, synthesis scheduler) as MQTT, reached from coroutines without blocking the loop.
 
-    stream = await open_speech(speech, text, voice=..., rank=..., source="wyoming")
+    stream = await open_speech(speech, policy, request, source="wyoming")
     async for chunk in chunks(stream): ...     # each next() waits on the executor
     # leaving the loop early (client gone, task cancelled) closes the stream: the scheduler
     # drops the work at its next decoder window
@@ -16,18 +16,22 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from ..audio import Audio
+from ..daemon.policy import RequestPolicy
+from ..daemon.requests import SpeechRequest
 from ..synthesis import Speech, SpeechStream
 from .loop import run_blocking
 
 
-async def open_speech(speech: Speech, text: str, *, voice: str | None = None,
-                      speaker: str | int | None = None, speed: float | None = None,
-                      language: str | None = None, rank: int, source: str) -> SpeechStream:
-    """VoiceError (bad voice or speaker), synthesis.Busy (the source's bound) as from Speech."""
+async def open_speech(speech: Speech, policy: RequestPolicy, request: SpeechRequest, *,
+                      source: str) -> SpeechStream:
+    """The request admitted by the policy, planned and opened, off the loop (admitting may wait
+    for a voice being loaded; planning may load one). Refused, VoiceError (bad voice or
+    speaker), synthesis.Busy (the source's bound) as from Speech."""
     def open_() -> SpeechStream:
-        utterance = speech.utterance(text, voice, speaker=speaker, speed=speed,
-                                     language=language)
-        return speech.open(utterance, rank=rank, source=source)
+        admitted = policy.admit(request)
+        utterance = speech.utterance(admitted.text, admitted.voice, speaker=admitted.speaker,
+                                     speed=admitted.speed, language=admitted.language)
+        return speech.open(utterance, rank=admitted.rank, source=source)
 
     opening = asyncio.ensure_future(run_blocking(open_))
     try:

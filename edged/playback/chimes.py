@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Final
 
@@ -9,9 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audio import Audio, WavError, apply_volume, read_wav
+from ..audio.loudness import shape_chime
 from ..config import AudioConfig, ConfigError
-from ..priorities import PRIORITIES
-from .loudness import shape_chime
 
 CHIME_MAX_S: Final = 10.0
 
@@ -30,8 +30,9 @@ class Chimes:
 
     def __init__(self, config: AudioConfig) -> None:
         self._config = config
-        self._audio = {p: load_chime(path, f"audio.chimes.{p}")
-                       for p in PRIORITIES if (path := getattr(config.chimes, p)) is not None}
+        self._audio = {f.name: load_chime(path, f"audio.chimes.{f.name}")
+                       for f in dataclasses.fields(config.chimes)
+                       if (path := getattr(config.chimes, f.name)) is not None}
         self._shaped: dict[tuple[str, int], npt.NDArray[np.float32]] = {}
 
     def __contains__(self, priority: str) -> bool:

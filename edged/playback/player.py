@@ -26,11 +26,10 @@ from typing import Final
 import numpy as np
 
 from ..audio import Audio, to_float, to_int16
+from ..audio.loudness import Shaper, fade
 from ..config import AudioConfig
-from ..priorities import PRIORITIES, preempts
 from .chimes import Chimes
 from .devices import Aborted, Device, PlayerError
-from .loudness import Shaper, fade
 from .session import Pcm, PlaybackReport, Session
 
 _LOGGER = logging.getLogger(__name__)
@@ -71,19 +70,20 @@ class Player:
         """Raise PlayerError now if the configured device is missing or takes no 16-bit audio."""
         self._device.check()
 
-    def play(self, chunks: Iterable[Audio], *, priority: str = "normal", volume: float = 1.0,
+    def play(self, chunks: Iterable[Audio], *, chime: str | None = None, volume: float = 1.0,
              rate_hz: int | None = None, start_at: float | None = None,
              skip_late: bool = False) -> PlaybackReport:
-        """Play chunks as they come (see the module docstring); blocks until played.
+        """Play chunks as they come (see the module docstring); blocks until played. Calls
+        from several threads play in turn: which announcement cuts in on which is the daemon's
+        to decide (it calls `interrupt`), not the player's.
 
+        `chime`: the priority whose chime (audio.chimes) plays first, if it has one.
         `rate_hz` (the voice's rate) lets the device open before the first chunk exists;
         without it, the first announcement waits for its first chunk before the pre-roll.
         `start_at` (time.monotonic()): the first sample (chime or voice) sounds then, by this
         player's clock: silence is written up to it, to the frame. A first chunk that is not
         there in time starts late (`late_s`), or with `skip_late` not at all (`skipped`).
         """
-        if priority not in PRIORITIES:
-            raise ValueError(f"priority {priority!r}; expected one of {', '.join(PRIORITIES)}")
         if not 0.0 <= volume <= 1.0:
             raise ValueError(f"volume {volume!r}; expected 0.0 to 1.0")
         if self._closed:
@@ -97,7 +97,7 @@ class Player:
             if not first:
                 return PlaybackReport(False, 0, 0.0, None, 0.0)
             hint = first[0].rate_hz
-        session = Session(priority, hint, start_at, skip_late)
+        session = Session(chime, hint, start_at, skip_late)
         self._begin(session)
         try:
             self._wait(session, session.ready)
@@ -143,9 +143,6 @@ class Player:
 
     def _begin(self, session: Session) -> None:
         with self._lock:
-            for other in self._live:
-                if preempts(session.priority, other.priority):
-                    other.cancel()
             self._live.append(session)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="edged-player",
@@ -158,8 +155,8 @@ class Player:
         # With an instant, the silence up to it is the pre-roll (written by the player thread).
         preroll = 0 if session.start_at is not None else self._config.preroll_ms
         lead_in = [np.zeros(int(rate * preroll / 1000), dtype=np.int16)]
-        if session.priority in self._chimes:
-            lead_in.append(self._chimes.at(session.priority, rate, volume))
+        if session.chime is not None and session.chime in self._chimes:
+            lead_in.append(self._chimes.at(session.chime, rate, volume))
         # One push: a caller slow to shape the chime must not get wait silence between the
         # pre-roll and the chime (wait_ms is the silence after both).
         session.push(np.concatenate(lead_in))

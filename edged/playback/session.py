@@ -37,9 +37,9 @@ class PlaybackReport:
 class Session:
     """One announcement between play() (the caller pushes samples) and the player thread."""
 
-    def __init__(self, priority: str, rate_hint: int, start_at: float | None = None,
+    def __init__(self, chime: str | None, rate_hint: int, start_at: float | None = None,
                  skip_late: bool = False) -> None:
-        self.priority, self.rate_hint = priority, rate_hint
+        self.chime, self.rate_hint = chime, rate_hint
         self.start_at = start_at
         """The instant (monotonic) the first sample should sound at; None: when ready."""
         self.skip_late = skip_late

@@ -1,8 +1,10 @@
-"""Synthesis shared by every source: the scheduler (workers, priorities, per-source bounds) and
-speech (voice pool + phrase cache + scheduler -> audio streams)."""
+"""Synthesis shared by every source: the plan of an utterance (parts, voices, settings, cache keys;
+the router), the one scheduler (workers, priorities, per-source bounds), and speech (the plan,
+the phrase cache and the scheduler -> audio streams)."""
 
-from .scheduler import AudioStream, Busy, Scheduler, SchedulerStopped, auto_workers, synthesis_workers
-from .speech import Speech, SpeechStream, Utterance
+from .plan import Planner, Segment, SpeechPart, Utterance, spoken
+from .scheduler import AudioStream, Busy, Scheduler, SchedulerStopped
+from .speech import Speech, SpeechStream
 
-__all__ = ["AudioStream", "Busy", "Scheduler", "SchedulerStopped", "Speech", "SpeechStream",
-           "Utterance", "auto_workers", "synthesis_workers"]
+__all__ = ["AudioStream", "Busy", "Planner", "Scheduler", "SchedulerStopped", "Segment", "Speech",
+           "SpeechPart", "SpeechStream", "Utterance", "spoken"]

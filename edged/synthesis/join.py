@@ -16,8 +16,8 @@ from typing import Final
 import numpy as np
 
 from ..audio import Audio, to_float, to_int16
-from ..playback.loudness import Leveler
-from ..playback.resample import Resampler
+from ..audio.loudness import Leveler
+from ..audio.resample import Resampler
 
 TARGET_DBFS: Final = -20.0
 """Speech level every part is brought to (the player's default target)."""

@@ -16,29 +16,24 @@ step at a time, and hand the audio out as streams.
   encoder: voice/lanes.py) that idle workers run, best priority first like steps; the stream
   takes their results in order and runs itself what nobody has started. So one announcement uses
   every worker, and a critical one still gets the next worker that finishes a window.
-- Workers (`synthesis_workers`): with windows decoded in parallel, one per usable core, each
-  inference on one thread (`voice.load.window_lanes`); else one per `voice.threads` cores; at most
-  one per 200 MB of `limits.memory_mb`.
+- Workers: as many as `voice/sizing.py` says the cores and the memory budget hold.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterator, Mapping
+from typing import Final
 
 from ..audio import Audio
-from ..voice.lanes import LANES, Claimable
-
-if TYPE_CHECKING:
-    from ..config import Config
+from ..voice.lanes import Claimable, Lanes
 
 _LOGGER = logging.getLogger(__name__)
-_MB_PER_WORKER: Final = 200
+Steps = Callable[[Lanes | None], Iterator[Audio]]
+"""What a source submits: given the stream's lanes, a generator of its audio, one step per next()."""
 DEPTH: Final = 2
 """Chunks a stream is synthesized ahead of its consumer: playback and inference overlap, and a
 chunk is at most one window (~1.1 s of audio, 50 KB)."""
@@ -52,32 +47,12 @@ class SchedulerStopped(Exception):
     """The daemon is stopping: the stream will get no more audio."""
 
 
-def auto_workers(cpu_count: int, threads_per_inference: int, memory_mb: int) -> int:
-    by_cores = cpu_count // max(1, threads_per_inference)
-    return max(1, min(by_cores, memory_mb // _MB_PER_WORKER))
-
-
-def synthesis_workers(config: Config) -> int:
-    """`limits.synthesis_workers`, or one per window lane (windows decoded at once), or as many
-    as the cores hold inferences of `voice.threads` threads."""
-    from ..voice.load import inference_threads, window_lanes
-
-    lanes = window_lanes(config)
-    if config.limits.synthesis_workers:
-        return config.limits.synthesis_workers
-    if lanes > 1:
-        return lanes
-    return auto_workers(len(os.sched_getaffinity(0)), inference_threads(config),
-                        config.limits.memory_mb)
-
-
 class AudioStream(Iterator[Audio]):
     """The audio of one submission, in order, as the workers make it. Close it when done early."""
 
-    def __init__(self, scheduler: Scheduler, steps: Iterator[Audio], rank: int, source: str,
+    def __init__(self, scheduler: Scheduler, steps: Steps, rank: int, source: str,
                  seq: int) -> None:
         self._scheduler = scheduler
-        self.steps = steps
         self.rank = rank
         self.source = source
         self.seq = seq
@@ -90,7 +65,8 @@ class AudioStream(Iterator[Audio]):
         """Holds one of its source's `max_streams` slots (until it ends or is closed)."""
         self.work_s = 0.0
         """Worker time spent on this stream's steps and jobs: its synthesis time."""
-        self.lanes = _StreamLanes(scheduler, self) if scheduler.workers > 1 else None
+        self.steps = steps(_StreamLanes(scheduler, self) if scheduler.workers > 1 else None)
+        """Made here, not run: the generator's body runs on the workers, one step at a time."""
 
     def __next__(self) -> Audio:
         return self._scheduler.take(self)
@@ -120,8 +96,13 @@ class _StreamLanes:
 class Scheduler:
     """Thread-safe. `start`, `submit` from any thread, `stop` at the end."""
 
-    def __init__(self, workers: int, max_streams: Mapping[str, int], depth: int = DEPTH) -> None:
+    def __init__(self, workers: int, max_streams: Mapping[str, int], depth: int = DEPTH,
+                 on_idle: Callable[[], object] | None = None) -> None:
+        """`on_idle()`: run by a worker each time the scheduler goes idle after work (no stream
+        open): the daemon gives memory back then."""
         self.workers = workers
+        self._on_idle = on_idle
+        self._worked = False
         self._limits = dict(max_streams)
         self._depth = depth
         self._cond = threading.Condition()
@@ -150,9 +131,10 @@ class Scheduler:
             if thread.is_alive():
                 thread.join(timeout_s)
 
-    def submit(self, steps: Iterator[Audio], *, rank: int, source: str) -> AudioStream:
-        """A stream of what `steps` yields, made by the workers; Busy when `source` is at its
-        limit, KeyError for a source that was not declared."""
+    def submit(self, steps: Steps, *, rank: int, source: str) -> AudioStream:
+        """A stream of what `steps(lanes)` yields, made by the workers (`lanes`: the stream's
+        way to spare workers, None with one worker); Busy when `source` is at its limit,
+        KeyError for a source that was not declared."""
         with self._cond:
             limit = self._limits[source]
             if self._stopping:
@@ -215,18 +197,39 @@ class Scheduler:
     def _work(self) -> None:
         while True:
             with self._cond:
-                chosen = self._next()
-                while not self._stopping and chosen is None:
-                    self._cond.wait()
-                    chosen = self._next()
-                if self._stopping or chosen is None:
+                chosen = self._wait_for_work()
+                if self._stopping:
                     return
-                if isinstance(chosen, AudioStream):
-                    chosen.running = True
-            if isinstance(chosen, AudioStream):
+            if chosen is None:
+                self._idle()
+            elif isinstance(chosen, AudioStream):
                 self._step(chosen)
             else:
                 self._run_job(*chosen)
+
+    def _wait_for_work(self) -> AudioStream | tuple[AudioStream, Claimable] | None:
+        """The next work (lock held), claimed; None: the scheduler has just gone idle after
+        work and this worker runs `on_idle` first."""
+        while not self._stopping:
+            chosen = self._next()
+            if chosen is not None:
+                if isinstance(chosen, AudioStream):
+                    chosen.running = True
+                self._worked = True
+                return chosen
+            if self._worked and self._on_idle is not None and not self._streams:
+                self._worked = False
+                return None
+            self._cond.wait()
+        return None
+
+    def _idle(self) -> None:
+        """Nothing open, nothing queued: give memory back (voices' arenas: LoadedVoices)."""
+        assert self._on_idle is not None
+        try:
+            self._on_idle()
+        except Exception:  # memory is a nicety here; a worker must never die of it
+            _LOGGER.exception("Giving memory back after synthesis failed")
 
     def _next(self) -> AudioStream | tuple[AudioStream, Claimable] | None:
         """The best stream with room ahead, or an offered job at least as urgent (lock held);
@@ -254,15 +257,12 @@ class Scheduler:
         started = time.monotonic()
         error: BaseException | None = None
         item: Audio | None = None
-        token = LANES.set(stream.lanes)
         try:
             item = next(stream.steps)
         except StopIteration:
             pass
         except BaseException as err:  # handed to the consumer, raised there: never a dead worker
             error = err
-        finally:
-            LANES.reset(token)
         elapsed = time.monotonic() - started
         with self._cond:
             stream.running = False

@@ -1,14 +1,17 @@
-"""A voice: finding it, preparing it once, its ONNX sessions, and the pool under the memory budget."""
+"""Voices: the runtime every backend shares (the `VoiceBackend` interface, settings, ONNX
+sessions, lanes, loading, the loaded voices within the memory budget), and a room per backend
+(`piper/`, `kokoro/`, `espeak.py`), the offline preparing of Piper voices (`prepare/`), and
+what voices exist (`catalog/`)."""
 
 from .backend import VoiceBackend
+from .catalog.find import VoiceInfo, find_voice, list_voices
 from .errors import VoiceError
-from .find import VoiceInfo, find_voice, list_voices
-from .load import inference_threads, load_voice
-from .piper import Voice
-from .pool import OverBudget, VoicePool
+from .load import load_voice
+from .loaded import LoadedVoices, OverBudget
+from .piper.voice import PiperVoice
 from .settings import SynthesisSettings, default_settings
 
 __all__ = [
-    "OverBudget", "SynthesisSettings", "Voice", "VoiceBackend", "VoiceError", "VoiceInfo",
-    "VoicePool", "default_settings", "find_voice", "inference_threads", "list_voices", "load_voice",
+    "LoadedVoices", "OverBudget", "PiperVoice", "SynthesisSettings", "VoiceBackend", "VoiceError",
+    "VoiceInfo", "default_settings", "find_voice", "list_voices", "load_voice",
 ]

@@ -1,4 +1,4 @@
-"""The voice backend interface: what the pool, the cache, the scheduler and the joiner need of a
+"""The voice backend interface: what the loaded voices, the cache, the scheduler and the joiner need of a
 voice, whatever makes its sound.
 
 Three implementations: `piper.Voice` (VITS on ONNX Runtime, espeak-ng phonemes), `kokoro.
@@ -9,12 +9,14 @@ and `espeak.EspeakVoice` (espeak-ng's formant synthesizer). Voice names say the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 from ..audio import Audio
-from .settings import SynthesisSettings
+from ..frontend.normalizers import normalizer_for
+from .lanes import Lanes
+from .settings import SynthesisSettings, check_one_speaker, check_speed
 
 KOKORO_PREFIX: Final = "kokoro:"
 ESPEAK_PREFIX: Final = "espeak:"
@@ -53,9 +55,18 @@ class VoiceBackend(Protocol):
                  noise_scale: float | None = None,
                  noise_w: float | None = None) -> SynthesisSettings: ...
 
-    def stream(self, text: str, settings: SynthesisSettings | None = None) -> Iterator[Audio]: ...
+    def stream(self, text: str, settings: SynthesisSettings | None = None,
+               lanes: Lanes | None = None) -> Iterator[Audio]:
+        """Audio chunks in order, one bounded step of work per `next()`; `lanes`: a scheduler
+        stream's spare workers, which a voice may give independent work to (Piper's windows)."""
+        ...
 
     def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio: ...
+
+    def reclaim(self) -> None:
+        """Give back what ONNX Runtime's arena keeps from earlier peaks (nothing to do for a
+        voice without one); called when synthesis goes idle after heavy work."""
+        ...
 
 
 def backend_of(name: str) -> str:
@@ -67,13 +78,49 @@ def backend_of(name: str) -> str:
     return "piper"
 
 
-def speed_settings(name: str, speed: float | None, speaker: str | int | None) -> SynthesisSettings:
-    """Settings of a backend that only knows a speaking rate (Kokoro, espeak-ng)."""
-    from .errors import VoiceError
+class OneSpeakerVoice:
+    """What the Kokoro and espeak-ng voices share: one speaker, a speaking rate and nothing else
+    per request, their language's normalizer, cache keys that name the backend, and
+    `synthesize` as their stream joined. A subclass sets `name`, `language`, `rate_hz` and
+    `sentence_pause_ms`, calls `_use_normalizer`, and writes `stream` and `fingerprint`."""
 
-    if speaker not in (None, "", 0, "0"):
-        raise VoiceError(f"voice {name} has one speaker; got speaker {speaker!r}")
-    if speed is not None and not 0.1 <= speed <= 10:
-        raise VoiceError(f"speed {speed} is out of range 0.1..10")
-    return SynthesisSettings(speaker_id=None, length_scale=1.0 / (speed or 1.0),
-                             noise_scale=0.0, noise_w=0.0)
+    backend: str = ""
+    hash_memo: Path | None = None
+    name: str
+    language: str
+    rate_hz: int
+    _normalize: Callable[[str], str]
+    _normalizer_version: str
+
+    def _use_normalizer(self, date_order: str) -> None:
+        self._normalize, self._normalizer_version = normalizer_for(self.language, date_order)
+
+    @property
+    def normalizer_version(self) -> str:
+        return self._normalizer_version
+
+    def cache_recipe(self) -> dict[str, Any]:
+        return {"backend": self.backend}
+
+    def normalize(self, text: str) -> str:
+        return self._normalize(text)
+
+    def settings(self, *, speaker: str | int | None = None, speed: float | None = None,
+                 noise_scale: float | None = None,
+                 noise_w: float | None = None) -> SynthesisSettings:
+        """A speaking rate; VoiceError for another speaker or a rate out of range (noise
+        scales are Piper's: ignored)."""
+        check_one_speaker(self.name, speaker)
+        check_speed(speed)
+        return SynthesisSettings(speaker_id=None, length_scale=1.0 / (speed or 1.0),
+                                 noise_scale=0.0, noise_w=0.0)
+
+    def stream(self, text: str, settings: SynthesisSettings | None = None,
+               lanes: Lanes | None = None) -> Iterator[Audio]:
+        raise NotImplementedError
+
+    def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio:
+        return Audio.join(list(self.stream(text, settings)), self.rate_hz)
+
+    def reclaim(self) -> None:
+        """espeak-ng keeps no arena; Kokoro's model does (KokoroVoice.reclaim)."""

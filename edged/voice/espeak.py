@@ -16,18 +16,17 @@ import hashlib
 import importlib.metadata
 import re
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
 from ..audio import Audio
 from ..frontend.japanese import kana_reading
-from ..frontend.languages import normalizer_for
 from ..frontend.phonemes import Espeak, PhonemizerError
 from ..languages.codes import locale_language
-from .backend import ESPEAK_PREFIX, speed_settings
+from .backend import ESPEAK_PREFIX, OneSpeakerVoice
 from .errors import VoiceError
+from .lanes import Lanes
 from .settings import SynthesisSettings
 
 ESPEAK_VOICES: Final = {"en": "en-us", "zh": "cmn", "yue": "yue", "ja": "ja", "ko": "ko"}
@@ -39,11 +38,10 @@ _SENTENCES: Final = re.compile(r"[^。！？.!?\n]+[。！？.!?]*\s*|[。！？
 _CLAUSES: Final = re.compile(r"[^，、,;；]+[，、,;；]*\s*")
 
 
-class EspeakVoice:
+class EspeakVoice(OneSpeakerVoice):
     """One espeak-ng voice (a `VoiceBackend`); thread-safe (espeak-ng's lock serializes)."""
 
     backend = "espeak"
-    hash_memo: Path | None = None
     max_phonemes = 0
 
     def __init__(self, espeak_voice: str, *, sentence_pause_ms: int = 200,
@@ -52,7 +50,7 @@ class EspeakVoice:
         self.name = ESPEAK_PREFIX + espeak_voice
         self.language = "zh" if espeak_voice == "cmn" else locale_language(espeak_voice)
         self.sentence_pause_ms = sentence_pause_ms
-        self._normalize, self._normalizer_version = normalizer_for(self.language, date_order)
+        self._use_normalizer(date_order)
         try:
             self._espeak = Espeak.get()
             self._espeak.synthesize("", espeak_voice, _WORDS_PER_MINUTE)  # the voice exists?
@@ -67,23 +65,12 @@ class EspeakVoice:
         version = importlib.metadata.version("espeakng-loader")
         return hashlib.sha256(f"espeak:{self.espeak_voice}:{version}".encode()).hexdigest()
 
-    @property
-    def normalizer_version(self) -> str:
-        return self._normalizer_version
-
-    def cache_recipe(self) -> dict[str, Any]:
-        return {"backend": self.backend}
-
     def normalize(self, text: str) -> str:
         text = self._normalize(text)
         return kana_reading(text) if self.language == "ja" else text
 
-    def settings(self, *, speaker: str | int | None = None, speed: float | None = None,
-                 noise_scale: float | None = None,
-                 noise_w: float | None = None) -> SynthesisSettings:
-        return speed_settings(self.name, speed, speaker)
-
-    def stream(self, text: str, settings: SynthesisSettings | None = None) -> Iterator[Audio]:
+    def stream(self, text: str, settings: SynthesisSettings | None = None,
+               lanes: Lanes | None = None) -> Iterator[Audio]:
         """One chunk per sentence; the sentence pause ends each but the last."""
         settings = settings or self.settings()
         wpm = max(80, min(450, round(_WORDS_PER_MINUTE / settings.length_scale)))
@@ -98,9 +85,6 @@ class EspeakVoice:
             if i < len(pieces) - 1:
                 samples = np.concatenate([samples, pause])
             yield Audio(samples, self.rate_hz)
-
-    def synthesize(self, text: str, settings: SynthesisSettings | None = None) -> Audio:
-        return Audio.join(list(self.stream(text, settings)), self.rate_hz)
 
 
 def sentences(text: str) -> list[str]:

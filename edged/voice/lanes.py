@@ -12,9 +12,9 @@ first, as they take steps), and the stream takes the results in order (`Ahead.po
 - A job pushed onto an empty queue (the first window after the encoder: what the listener needs
   next) is not offered: the stream's own worker runs it at once.
 
-The scheduler sets `LANES` around each step (a context variable, so the voice code needs no
-scheduler argument). Outside the scheduler (`Voice.synthesize`, `edged say -o`, tests) there are
-no lanes and every job runs inline, in order.
+The scheduler hands a stream its lanes when the stream is submitted (`Scheduler.submit(steps)`
+calls `steps(lanes)`), and the voice passes them down to its windows. Outside the scheduler
+(`synthesize`, `edged say`, tests) there are no lanes and every job runs inline, in order.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Generic, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -30,7 +29,7 @@ T = TypeVar("T")
 _QUEUED, _RUNNING, _DONE = range(3)
 
 
-class Job(Generic[T]):
+class LaneJob(Generic[T]):
     """One unit of work run once, by whoever claims it first (a worker, or the stream itself)."""
 
     def __init__(self, fn: Callable[[], T]) -> None:
@@ -97,14 +96,6 @@ class Lanes(Protocol):
         ...
 
 
-LANES: ContextVar[Lanes | None] = ContextVar("edged_lanes", default=None)
-
-
-def current_lanes() -> Lanes | None:
-    """The lanes of the stream being stepped on this thread, or None (run everything inline)."""
-    return LANES.get()
-
-
 class Ahead(Generic[T]):
     """Jobs whose results are taken in the order they were pushed. Every job but the one at the
     head when it was pushed is offered to the other workers: the greedy choice keeps every core
@@ -113,13 +104,13 @@ class Ahead(Generic[T]):
 
     def __init__(self, lanes: Lanes | None) -> None:
         self._lanes = lanes
-        self._jobs: deque[Job[T]] = deque()
+        self._jobs: deque[LaneJob[T]] = deque()
 
     def __len__(self) -> int:
         return len(self._jobs)
 
     def push(self, fn: Callable[[], T]) -> None:
-        job = Job(fn)
+        job = LaneJob(fn)
         if self._jobs and self._lanes is not None:
             self._lanes.offer(job)
         self._jobs.append(job)

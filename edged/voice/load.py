@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ..memory import keep_no_spare_memory
 from .backend import ESPEAK_PREFIX, KOKORO_PREFIX, VoiceBackend, backend_of
-from .find import find_voice
-from .hashes import HASH_MEMO_NAME, file_sha256
+from .catalog.find import find_voice
+from .catalog.hashes import HASH_MEMO_NAME, file_sha256
 from .onnx import Arena
-from .piper import Voice
-from .prepared import Status, ensure_prepared
+from .piper.prepared import StatusLine, ensure_prepared
+from .piper.voice import PiperVoice
+from .sizing import inference_threads, window_lanes
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -25,25 +25,6 @@ _PREPARE_MIN_BYTES: Final = 1_000_000
 voice); a model under 1 MB (no real voice is) loads in milliseconds as it is."""
 
 
-def inference_threads(config: Config) -> int:
-    """`voice.threads`, or for 0 two when the process may use several cores, else one (the
-    usable cores: under `taskset` or systemd's CPUAffinity= the machine's count overstates)."""
-    return config.voice.threads or min(2, len(os.sched_getaffinity(0)))
-
-
-def window_lanes(config: Config) -> int:
-    """Decoder windows of a piece decoded at once, one core and one intra-op thread each: the
-    usable cores, at most `voice.parallel_windows`, `limits.synthesis_workers` when set, and one
-    per 200 MB of `limits.memory_mb` (the windows being decoded share an eighth of it: more
-    lanes on the same budget would make them too small to pay for their context; at 400 MB,
-    two lanes of about 90 frames)."""
-    lanes = min(len(os.sched_getaffinity(0)), config.voice.parallel_windows,
-                config.limits.memory_mb // 200)
-    if config.limits.synthesis_workers:
-        lanes = min(lanes, config.limits.synthesis_workers)
-    return max(1, lanes)
-
-
 def voice_folders(config: Config) -> tuple[Path, ...]:
     """Where voices are searched: `voice.dirs`, then `<cache.dir>/voices` (where `edged voices
     pull` puts them when no `voice.dirs` is set)."""
@@ -51,7 +32,7 @@ def voice_folders(config: Config) -> tuple[Path, ...]:
 
 
 def load_voice(config: Config, name: str | None = None,
-               status: Status | None = None) -> VoiceBackend:
+               status: StatusLine | None = None) -> VoiceBackend:
     """Load the configured voice (or `name`) of any backend with the config's synthesis
     options; VoiceError when it cannot."""
     name = name or config.voice.name
@@ -63,7 +44,7 @@ def load_voice(config: Config, name: str | None = None,
                            sentence_pause_ms=config.voice.sentence_pause_ms,
                            date_order=config.frontend.date_order)
     if kind == "kokoro":
-        from .kokoro import load_kokoro  # imports the Japanese/Mandarin stacks: only here
+        from .kokoro.voice import load_kokoro  # imports the Japanese/Mandarin stacks: only here
 
         return load_kokoro(name.removeprefix(KOKORO_PREFIX), cache_dir=config.cache.dir,
                            dirs=voice_folders(config), threads=inference_threads(config),
@@ -74,7 +55,7 @@ def load_voice(config: Config, name: str | None = None,
 
 
 def load_piper(config: Config, name: str | None = None,
-               status: Status | None = None) -> Voice:
+               status: StatusLine | None = None) -> PiperVoice:
     """Load the configured Piper voice (or `name`) with the config's synthesis options; `status`
     hears when it has to be prepared first (see prepared.py). VoiceError when it cannot."""
     path = find_voice(name or config.voice.name, config.voice.dirs)
@@ -98,7 +79,7 @@ def load_piper(config: Config, name: str | None = None,
     # A voice that sleeps gives its sessions' memory back only if their arenas are their own.
     arena: Arena = ("none" if not config.voice.memory_arena
                     else "own" if config.voice.sleep_after_s is not None else "shared")
-    voice = Voice.load(
+    voice = PiperVoice.load(
         path,
         threads=inference_threads(config),
         max_phonemes=config.voice.max_phonemes,

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..config import SPEED_RANGE
+from .errors import VoiceError
+
 if TYPE_CHECKING:
     from ..config import Config
     from .backend import VoiceBackend
@@ -26,6 +29,19 @@ class SynthesisSettings:
             "noise_scale": round(self.noise_scale, 6),
             "noise_w": round(self.noise_w, 6),
         }
+
+
+def check_speed(speed: float | None) -> None:
+    """The one speaking-rate range (config.SPEED_RANGE), for every voice; VoiceError beyond."""
+    lo, hi = SPEED_RANGE
+    if speed is not None and not lo <= speed <= hi:
+        raise VoiceError(f"speed {speed:g} is out of range {lo:g}..{hi:g}")
+
+
+def check_one_speaker(name: str, speaker: str | int | None) -> None:
+    """A voice with one speaker accepts no speaker but its own (none, "" or 0)."""
+    if speaker not in (None, "", 0, "0"):
+        raise VoiceError(f"voice {name} has one speaker; got speaker {speaker!r}")
 
 
 def default_settings(config: Config, voice: VoiceBackend, *, speaker: str | int | None = None,

@@ -1,8 +1,7 @@
 """A Wyoming text-to-speech server (Home Assistant's Assist, `tts.speak`) on the daemon's voices."""
 
-from ..voice.listing import VoiceListing
-from .connection import SOURCE
+from ..voice.catalog.listing import VoiceListing
 from .info import build_info, list_voices
 from .server import WyomingError, WyomingServer
 
-__all__ = ["SOURCE", "VoiceListing", "WyomingError", "WyomingServer", "build_info", "list_voices"]
+__all__ = ["VoiceListing", "WyomingError", "WyomingServer", "build_info", "list_voices"]

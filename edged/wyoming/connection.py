@@ -2,7 +2,8 @@
 
     reader (this task)                                 speaker (a task of this connection)
     describe            -> info                        for each queued (response, text):
-    ping                -> pong                          open_speech (cache or scheduler)
+    ping                -> pong                          open_speech (the request policy, then
+                                                           the cache or the scheduler)
     synthesize          -> queue(text), queue(end)       audio-start once per response
     synthesize-start    -> a streamed response opens     audio-chunk per chunk as it is made
     synthesize-chunk    -> each completed sentence       end: audio-stop, and for a streamed
@@ -15,7 +16,9 @@ stream is closed, and the scheduler drops the work at its next decoder window.
 
 Errors: a frame that makes no sense gets an `error` event and the connection goes on. A request
 that cannot be served (unknown voice, text too long or with control characters, events out of
-order, synthesis failing) gets an `error` event and the connection is closed: the client is
+order, refused by the request policy, synthesis failing) gets an `error` event (its code from
+policy.WYOMING_CODE where the policy or the field rules refused it) and the connection is closed:
+the client is
 waiting for an audio-stop or synthesize-stopped that will not come (Home Assistant waits without
 a timeout), and a closed connection tells it at once.
 """
@@ -25,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, Final
@@ -44,22 +46,23 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
-from ..device_state import DeviceSettings
+from ..daemon import fields
+from ..daemon.policy import WYOMING_CODE, RequestPolicy
+from ..daemon.policy import Refused as PolicyRefused
+from ..daemon.requests import RequestError, SpeechRequest
 from ..languages import LanguageError
 from ..languages.codes import language_code, locale_language
 from ..net import chunks, open_speech
 from ..synthesis import Busy, SchedulerStopped, Speech
+from ..synthesis.sources import WYOMING
 from ..voice import VoiceError
-from ..voice.listing import VoiceListing
+from ..voice.catalog.listing import VoiceListing
 from .framing import Bounds, FrameError, read_event
 from .text_stream import SentenceBuffer
 
 _LOGGER = logging.getLogger(__name__)
-SOURCE: Final = "wyoming"
-"""This server's name at the synthesis scheduler."""
 SAMPLES_PER_EVENT: Final = 4096
 """Audio is sent in events of at most this many samples (~0.19 s at 22050 Hz)."""
-_CONTROL_CHARS: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _MAX_NAME: Final = 64
 
 
@@ -68,16 +71,17 @@ class Context:
     """What every connection of one server shares."""
 
     speech: Speech
+    policy: RequestPolicy
     info: Event
     voices: tuple[VoiceListing, ...]
-    settings: DeviceSettings | None
     bounds: Bounds
     max_chars: int
     idle_timeout_s: float
-    rank: int
+    priority: str
+    """wyoming.priority: the protocol has no priority of its own (policy.py)."""
 
 
-class RequestError(Exception):
+class Refused(Exception):
     """A request that cannot be served; the message is sent in the `error` event."""
 
     def __init__(self, message: str, code: str) -> None:
@@ -148,7 +152,7 @@ class Connection:
                 return
             try:
                 await self._handle(event)
-            except RequestError as err:
+            except Refused as err:
                 _LOGGER.warning("Wyoming request refused: %s", err)
                 await self._send(Error(text=str(err), code=err.code).event())
                 return
@@ -164,12 +168,12 @@ class Connection:
                 response = self._open(event.data, streaming=False)
                 text = self._text(event.data, self._ctx.max_chars)
                 if not text.strip():
-                    raise RequestError("text is empty", "bad-request")
+                    raise Refused("text is empty", "bad-request")
                 self._queue(response, text)
                 self._queue(response, None)
         elif SynthesizeStart.is_type(kind):
             if self._stream is not None:
-                raise RequestError("synthesize-start while a streamed request is open", "order")
+                raise Refused("synthesize-start while a streamed request is open", "order")
             self._stream = self._open(event.data, streaming=True)
             self._buffer, self._stream_chars = SentenceBuffer(), 0
         elif SynthesizeChunk.is_type(kind):
@@ -190,7 +194,7 @@ class Connection:
 
     def _streaming(self, kind: str) -> _Response:
         if self._stream is None:
-            raise RequestError(f"{kind} without synthesize-start", "order")
+            raise Refused(f"{kind} without synthesize-start", "order")
         return self._stream
 
     def _open(self, data: dict[str, Any], *, streaming: bool) -> _Response:
@@ -204,17 +208,17 @@ class Connection:
         if value is None:
             return None, None, None
         if not isinstance(value, dict):
-            raise RequestError("voice must be an object", "bad-request")
+            raise Refused("voice must be an object", "bad-request")
         name = _optional_text(value, "name")
         language = _optional_text(value, "language")
         speaker = value.get("speaker")
         if speaker is not None and not (isinstance(speaker, str) and len(speaker) <= _MAX_NAME):
-            raise RequestError("voice.speaker must be a name of at most 64 characters",
+            raise Refused("voice.speaker must be a name of at most 64 characters",
                                "bad-request")
         listed = [v.name for v in self._ctx.voices]
         if name is not None:
             if name not in listed:
-                raise RequestError(f"unknown voice {name[:_MAX_NAME]!r}; voices here: "
+                raise Refused(f"unknown voice {name[:_MAX_NAME]!r}; voices here: "
                                    f"{', '.join(listed)}", "voice")
             return name, speaker, None
         if language is not None:
@@ -224,22 +228,24 @@ class Connection:
             try:
                 return None, speaker, language_code(locale_language(language))
             except LanguageError:
-                raise RequestError(f"no voice for language {language[:_MAX_NAME]!r}",
+                raise Refused(f"no voice for language {language[:_MAX_NAME]!r}",
                                    "voice") from None
         return None, speaker, None
 
     def _text(self, data: dict[str, Any], room: int) -> str:
+        """A text or a streamed part of one: what is left of wyoming.max_chars, and the one
+        text rule of every intake (fields.py) for the characters."""
         text = data.get("text")
         if not isinstance(text, str):
-            raise RequestError("text must be a string", "bad-request")
+            raise Refused("text must be a string", "bad-request")
         if len(text) > room:
-            raise RequestError(f"text is longer than wyoming.max_chars "
-                               f"({self._ctx.max_chars} characters per request)", "too-long")
-        bad = _CONTROL_CHARS.search(text)
-        if bad:
-            raise RequestError(f"text contains the control character U+{ord(bad.group()):04X}",
-                               "bad-request")
-        return text
+            raise Refused(f"text is longer than wyoming.max_chars "
+                          f"({self._ctx.max_chars} characters per request)", "too-long")
+        try:
+            return fields.check_text(text, room, empty_ok=True)
+        except RequestError as err:
+            raise Refused(str(err), WYOMING_CODE["too_large" if err.too_large else "invalid"]
+                          ) from None
 
     def _queue(self, response: _Response, text: str | None) -> None:
         self._pending += 1
@@ -255,9 +261,8 @@ class Connection:
                     await self._end(response)
                 else:
                     await self._say(response, text)
-            except (RequestError, VoiceError, Busy, SchedulerStopped) as err:
-                code = getattr(err, "code", type(err).__name__.lower())
-                await self._fail(str(err), code)
+            except (Refused, PolicyRefused, VoiceError, Busy, SchedulerStopped) as err:
+                await self._fail(str(err), _code(err))
                 return
             except (ConnectionError, OSError):
                 self._writer.close()
@@ -271,9 +276,9 @@ class Connection:
 
     async def _say(self, response: _Response, text: str) -> None:
         ctx = self._ctx
-        voice = response.voice or (ctx.settings.voice if ctx.settings is not None else None)
-        stream = await open_speech(ctx.speech, text, voice=voice, speaker=response.speaker,
-                                   language=response.language, rank=ctx.rank, source=SOURCE)
+        request = SpeechRequest(text, response.voice, response.speaker,
+                                priority=ctx.priority, language=response.language)
+        stream = await open_speech(ctx.speech, ctx.policy, request, source=WYOMING)
         rate = stream.utterance.rate_hz
         response.cached = response.cached and stream.cached
         if not response.started:
@@ -313,11 +318,19 @@ class Connection:
         await async_write_event(event, self._writer)
 
 
+def _code(err: Exception) -> str:
+    if isinstance(err, Refused):
+        return err.code
+    if isinstance(err, PolicyRefused):
+        return WYOMING_CODE[err.problem]
+    return "busy" if isinstance(err, Busy) else type(err).__name__.lower()
+
+
 def _optional_text(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
     if value is None:
         return None
     if not isinstance(value, str) or len(value) > _MAX_NAME:
-        raise RequestError(f"{key} must be a string of at most {_MAX_NAME} characters",
+        raise Refused(f"{key} must be a string of at most {_MAX_NAME} characters",
                            "bad-request")
     return value

@@ -16,14 +16,14 @@ from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeake
 from .. import __version__
 from ..config import Config
 from ..homeassistant.discovery import PROJECT_URL
-from ..voice.listing import VoiceListing, voice_listings
+from ..voice.catalog.listing import VoiceListing, voice_listings
 
 PROGRAM: str = "edged"
 
 
 def list_voices(config: Config, names: Sequence[str],
                 paths: Mapping[str, Path] | None = None) -> list[VoiceListing]:
-    """The voices in `names` as `describe` lists them (see voice/listing.py)."""
+    """The voices in `names` as `describe` lists them (see voice/catalog/listing.py)."""
     return voice_listings(config, names, paths)
 
 

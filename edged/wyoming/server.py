@@ -7,7 +7,7 @@
     WyomingServer.stop()   stop listening, end every connection (their speech streams close),
                            withdraw the zeroconf record
 
-The speech comes from the same `Speech` as MQTT's (voice pool, phrase cache, memory budget),
+The speech comes from the same `Speech` as MQTT's (loaded voices, phrase cache, request policy),
 through the one synthesis scheduler as the source "wyoming", at `wyoming.priority`.
 """
 
@@ -23,11 +23,11 @@ from wyoming.error import Error
 from wyoming.event import async_write_event
 
 from ..config import Config
-from ..device_state import DeviceSettings
+from ..daemon.policy import RequestPolicy
 from ..net import spawn
-from ..priorities import rank
 from ..synthesis import Speech
-from ..voice.listing import VoiceListing
+from ..synthesis.sources import WYOMING
+from ..voice.catalog.listing import VoiceListing
 from .advertise import Advertiser, addresses_to_advertise
 from .connection import Connection, Context
 from .framing import Bounds
@@ -41,17 +41,17 @@ class WyomingError(Exception):
 
 
 class WyomingServer:
-    name = "wyoming"
+    name = WYOMING
 
-    def __init__(self, config: Config, speech: Speech, voices: Sequence[VoiceListing],
-                 settings: DeviceSettings | None = None) -> None:
+    def __init__(self, config: Config, speech: Speech, policy: RequestPolicy,
+                 voices: Sequence[VoiceListing]) -> None:
         self._config = config.wyoming
         self._device_id = config.device_id
         max_chars = self._config.max_chars
         self._context = Context(
-            speech=speech, info=build_info(voices).event(), voices=tuple(voices),
-            settings=settings, max_chars=max_chars, idle_timeout_s=self._config.idle_timeout_s,
-            rank=rank(self._config.priority),
+            speech=speech, policy=policy, info=build_info(voices).event(), voices=tuple(voices),
+            max_chars=max_chars, idle_timeout_s=self._config.idle_timeout_s,
+            priority=self._config.priority,
             # JSON may spell a character in 12 bytes (a surrogate pair escaped); 4 KiB for the rest.
             bounds=Bounds(data_bytes=12 * max_chars + 4096))
         self._server: asyncio.Server | None = None
@@ -93,11 +93,6 @@ class WyomingServer:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._advertiser is not None:
             await self._advertiser.stop()
-
-    @property
-    def connections(self) -> int:
-        with self._count:
-            return self._active
 
     def wait_connections(self, count: int, timeout_s: float) -> bool:
         """Wait (from any thread but the loop's) until exactly `count` connections are open, each

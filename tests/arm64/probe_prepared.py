@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from edged.voice.onnx import open_session
-from edged.voice.prepared import cpu_signature, read_prepared
+from edged.voice.piper.prepared import cpu_signature, read_prepared
 
 _IDS = [1, 0, 20, 0, 61, 0, 24, 0, 120, 0, 14, 0, 10, 0, 2]
 

