@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.long
+# The module fixture synthesizes and judges every language (minutes on 2 shared cores).
+pytestmark = [pytest.mark.long, pytest.mark.timeout(3600)]
 
 REPO = Path(__file__).resolve().parents[1]
 ASR = REPO / "tests" / "data" / "asr"
