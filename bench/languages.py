@@ -38,9 +38,10 @@ CORPUS: dict[str, list[str]] = {
     "ko": ["세탁기가 끝났습니다.", "현관에 누가 왔습니다.", "차고 문이 십오 분 동안 열려 있습니다.",
            "저녁 준비가 됐어요. 부엌으로 오세요.", "일곱 시 반입니다. 학교에 갈 시간입니다."],
 }
-VOICES = [("en", "en_US-joe-medium"), ("en", "espeak:en-us"), ("zh", "kokoro:zf_xiaoxiao"),
-          ("zh", "espeak:cmn"), ("ja", "kokoro:jf_alpha"), ("ja", "espeak:ja"),
-          ("yue", "espeak:yue"), ("ko", "espeak:ko")]
+VOICES = [("en", "en_US-joe-medium"), ("en", "espeak:en-us"), ("zh", "kokoro:zm_yunjian"),
+          ("zh", "kokoro:zf_xiaoxiao"), ("zh", "espeak:cmn"), ("ja", "kokoro:jf_alpha"),
+          ("ja", "espeak:ja"), ("yue", "kokoro:jm_kumo@yue"), ("yue", "espeak:yue"),
+          ("ko", "kokoro:jm_kumo@ko"), ("ko", "espeak:ko")]
 
 
 def worker(name: str, language: str, threads: int, voices: str, cache: str, runs: int,

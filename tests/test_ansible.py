@@ -547,7 +547,7 @@ def test_languages_size_memory_and_config(workspace: Workspace, tmp_path: Path) 
         unit = (root / "etc/systemd/system/edged.service").read_text()
         assert f"MemoryMax={int(memory_mb * 1.28)}M" in unit
         if host == "hall":
-            assert (config.languages.zh, config.languages.han) == ("kokoro:zf_xiaoxiao", "zh")
+            assert (config.languages.zh, config.languages.han) == ("kokoro:zm_yunjian", "zh")
             assert root / "opt/edged/voices" in config.voice.dirs
         else:
             assert config.languages.zh is None
@@ -581,6 +581,6 @@ def test_the_profile_follows_the_devices_ram(workspace: Workspace, tmp_path: Pat
         unit = (root / "etc/systemd/system/edged.service").read_text()
         assert f"MemoryHigh={math.ceil(memory_mb * 1.125)}M" in unit
         assert f"MemoryMax={math.ceil(memory_mb * 1.28)}M" in unit
-        assert config.languages.zh == (None if profile == "low-memory" else "kokoro:zf_xiaoxiao")
+        assert config.languages.zh == (None if profile == "low-memory" else "kokoro:zm_yunjian")
         if profile == "low-memory":
             assert (config.voice.sleep_after_s, config.http.enabled) == (60.0, False)

@@ -100,11 +100,11 @@ def test_steps_are_bounded_and_the_model_shared(kokoro: dict) -> None:
 
 
 def test_say_speaks_mandarin_with_kokoro(tmp_path: Path, voices_dir: Path) -> None:
-    """The acceptance line with edged[zh]: Mandarin by kokoro:zf_xiaoxiao, English by the
+    """The acceptance line with edged[zh]: Mandarin by kokoro:zm_yunjian, English by the
     default voice, one 24 kHz WAV; over the budget, the same line falls back to espeak-ng."""
     config = tmp_path / "edged.yaml"
     out = tmp_path / "mixed.wav"
-    for memory_mb, voice in ((900, "kokoro:zf_xiaoxiao"), (250, "espeak:cmn")):
+    for memory_mb, voice in ((900, "kokoro:zm_yunjian"), (250, "espeak:cmn")):
         config.write_text(yaml.safe_dump({"voice": {"dirs": [str(voices_dir)]},
                                           "limits": {"memory_mb": memory_mb},
                                           "cache": {"dir": str(tmp_path / "cache")}}))

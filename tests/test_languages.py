@@ -28,6 +28,11 @@ _TABLE: list[tuple[str, dict[str, str], list[tuple[str, str]]]] = [
     ("東京タワー", {}, [("ja", "東京タワー")]),
     ("明日の meeting は10時です", {},
      [("ja", "明日の"), ("en", "meeting"), ("ja", "は10時です")]),
+    ("你的 Amazon 包裹已经到了。", {}, [("zh", "你的 Amazon 包裹已经到了。")]),
+    ("Tesla 已经充满电了。", {}, [("zh", "Tesla 已经充满电了。")]),
+    ("Apple Watch のバッテリー", {}, [("en", "Apple Watch"), ("ja", "のバッテリー")]),
+    ("你好 hello", {}, [("zh", "你好"), ("en", "hello")]),
+    ("佢哋 check 下", {}, [("yue", "佢哋"), ("en", "check"), ("yue", "下")]),
     ("오늘 3시 30분에 회의가 있습니다", {}, [("ko", "오늘 3시 30분에 회의가 있습니다")]),
     ("오늘 회의 in room 4B", {}, [("ko", "오늘 회의"), ("en", "in room 4B")]),
     ("Meeting at 7:30 明天", {}, [("en", "Meeting at 7:30"), ("zh", "明天")]),
@@ -35,7 +40,8 @@ _TABLE: list[tuple[str, dict[str, str], list[tuple[str, str]]]] = [
     ("温度 25°C, please close the window", {},
      [("zh", "温度 25°C,"), ("en", "please close the window")]),
     ("买了 10kg 大米", {}, [("zh", "买了 10kg 大米")]),
-    ("G102次列车", {}, [("en", "G102"), ("zh", "次列车")]),
+    ("G102次列车", {}, [("zh", "G102次列车")]),
+    ("请到4B房间", {}, [("zh", "请到4B房间")]),
     ("<|zh|>你好<|en|>hello", {}, [("zh", "你好"), ("en", "hello")]),
     ("<|jp|>東京<|zh|>北京", {}, [("ja", "東京"), ("zh", "北京")]),
     ("<|JA|>東京", {}, [("ja", "東京")]),
@@ -138,7 +144,8 @@ def test_fallback_is_logged_once(router: Router, caplog: pytest.LogCaptureFixtur
 
 def test_chain_order(router: Router) -> None:
     """The chains: configured voice, the neural default, espeak-ng last."""
-    assert router.chain("zh") == ["kokoro:zz_absent", "kokoro:zf_xiaoxiao", "espeak:cmn"]
+    assert router.chain("zh") == ["kokoro:zz_absent", "kokoro:zm_yunjian", "espeak:cmn"]
     assert router.chain("ja") == ["kokoro:jf_alpha", "espeak:ja"]
-    assert router.chain("yue") == ["espeak:yue"]
+    assert router.chain("yue") == ["espeak:yue"]  # configured: the neural default not after it
+    assert router.chain("ko") == ["espeak:ko"]
     assert router.chain("en")[-1] == "espeak:en-us"

@@ -113,7 +113,7 @@ def test_say_speaks_both_languages(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     parts = [line.split("Part ", 1)[1] for line in r.stderr.splitlines() if "Part " in line]
     assert len(parts) == 2, r.stderr
-    assert parts[0].startswith(("zh (kokoro:zf_xiaoxiao)", "zh (espeak:cmn)"))
+    assert parts[0].startswith(("zh (kokoro:zm_yunjian)", "zh (espeak:cmn)"))
     assert parts[0].endswith("明天 7:30 开会，")
     assert parts[1] == "en (en_US-joe-medium): meeting in room 4B"
     with wave.open(str(out)) as w:

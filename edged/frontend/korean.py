@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-NORMALIZER_VERSION: Final = "ko-1"
+NORMALIZER_VERSION: Final = "ko-2"
 
 _SINO_DIGITS: Final = "영일이삼사오육칠팔구"
 _SINO_SMALL: Final = ("", "십", "백", "천")
@@ -25,6 +25,13 @@ _COUNTED: Final = re.compile(r"(?<![\d.])(\d{1,2})\s?(" + "|".join(_NATIVE_COUNT
 _TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-3]):([0-5]\d)(?![\d:])")
 _PERCENT: Final = re.compile(r"(\d+(?:\.\d+)?)\s?%")
 _NUMBER: Final = re.compile(r"(?<![\d.])(-?)(\d+)(?:\.(\d+))?(?!\d)")
+_BELOW_ZERO: Final = re.compile(r"(?<![\d.])-(?=\d+(?:\.\d+)?\s?(?:°C|℃|도))")
+_CODE: Final = re.compile(r"(?<![A-Za-z])[A-Z]{1,3}(?=\d)|(?<=\d)[A-Z]{1,2}(?![A-Za-z])")
+_LETTERS: Final = dict(zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ", [
+    "에이", "비", "씨", "디", "이", "에프", "지", "에이치", "아이", "제이", "케이", "엘", "엠",
+    "엔", "오", "피", "큐", "알", "에스", "티", "유", "브이", "더블유", "엑스", "와이", "제트"],
+    strict=True))
+"""The letters of a code written against its digits (4B, KTX102), as Korean names them."""
 
 
 def sino_number(number: int) -> str:
@@ -60,6 +67,9 @@ def native_number(number: int) -> str:
 
 
 def normalize_korean(text: str) -> str:
+    text = _CODE.sub(lambda m: " ".join(_LETTERS[c] for c in m[0]) + " ", text)
+    text = _BELOW_ZERO.sub("영하 ", text)
+    text = text.replace("°C", "도").replace("℃", "도")
     text = _TIME.sub(lambda m: f"{native_number(_hour12(int(m[1])))} 시"
                                + (f" {sino_number(int(m[2]))} 분" if int(m[2]) else ""), text)
     text = _COUNTED.sub(lambda m: f"{native_number(int(m[1]))} {m[2]}", text)

@@ -14,7 +14,12 @@
   `languages.han`, default zh).
 - Digits, spaces, punctuation and symbols attach to their neighbours: to both when both have
   the same language, to the next one at the start, else to the one before. A unit written
-  straight after a number (`10kg`, `25°C`) counts as a symbol.
+  straight after a number (`10kg`, `25°C`) counts as a symbol, and so do the capitals of a
+  code written against its digits (`G102`, `4B`, `CA1831`): "G102次列车" is one Mandarin
+  segment, whose voice says the letters (a Mandarin speaker says "G" in Chinese speech).
+- A few English words inside a Mandarin sentence (你的 Amazon 包裹, Tesla 已经充满电了) belong
+  to that sentence: its voice says them in one breath, as a speaker of it does. An English
+  clause (明天开会，meeting in room 4B) stays English, and so do English words in Japanese.
 - Text that is one segment and has no tag comes back exactly as given, so English-only
   requests keep their cache keys.
 """
@@ -36,6 +41,7 @@ _UNITS: Final = frozenset({"kg", "g", "mg", "km", "m", "cm", "mm", "ml", "mL", "
 """Unit symbols after a number (C and F only after a degree sign)."""
 
 _NEUTRAL, _LATIN, _HANGUL, _KANA, _HAN = "neutral", "latin", "hangul", "kana", "han"
+_SAYS_ENGLISH: Final = ("zh",)
 
 
 @dataclass(frozen=True)
@@ -112,12 +118,18 @@ def _classes(text: str) -> list[tuple[str, str]]:
         else:
             runs.append((kind, char))
         previous = kind
-    for i in range(1, len(runs)):
-        kind, chunk = runs[i]
-        before = runs[i - 1][1]
-        if kind == _LATIN and _is_unit(chunk, before):
+    for i, (kind, chunk) in enumerate(runs):
+        before = runs[i - 1][1] if i else ""
+        after = runs[i + 1][1] if i + 1 < len(runs) else ""
+        if kind == _LATIN and (_is_unit(chunk, before) or _is_code(chunk, before, after)):
             runs[i] = (_NEUTRAL, chunk)
     return runs
+
+
+def _is_code(letters: str, before: str, after: str) -> bool:
+    """1-3 capitals written against digits: G102, 4B, CA1831."""
+    return (len(letters) <= 3 and letters.isascii() and letters.isupper()
+            and (before[-1:].isdigit() or after[:1].isdigit()))
 
 
 def _is_unit(letters: str, before: str) -> bool:
@@ -131,8 +143,9 @@ def _span_runs(text: str, explicit: str | None, han: str) -> list[tuple[str | No
     runs = _classes(text)
     languages: list[str | None] = [None] * len(runs)
     block: list[int] = []  # indices of one sentence's Han/Kana runs (and neutrals among them)
+    embedded = _embedded_latin(runs)
     for i, (kind, chunk) in enumerate(runs):
-        if kind in (_HAN, _KANA):
+        if kind in (_HAN, _KANA) or i in embedded:
             block.append(i)
             continue
         if kind == _LATIN:
@@ -163,7 +176,64 @@ def _resolve_block(runs: list[tuple[str, str]], block: list[int], languages: lis
     else:
         language = han
     for i in block:
+        # English words in a Mandarin sentence are said by its voice (the CJK part of mixed
+        # lines: 0.162 -> 0.118 on the judge); in Japanese that cost more than it gained (the
+        # judge wrote katakana for them: 0.095 -> 0.18), so Japanese leaves them to English.
         languages[i] = language
+        if language not in _SAYS_ENGLISH and runs[i][0] == _LATIN:
+            languages[i] = "en"
+            if i >= 2 and languages[i - 2] == "en" and runs[i - 1][1].isspace():
+                languages[i - 1] = "en"  # the space inside "Apple Watch"
+
+
+def _embedded_latin(runs: list[tuple[str, str]]) -> set[int]:
+    """Indices of the runs of short English phrases inside a CJK sentence ("你的 Amazon 包裹",
+    "Tesla 已经充满电了"): at most 3 words between Han/Kana, or 1-2 capitalized words at the
+    sentence's edge written right against it; only when every English phrase of the sentence
+    is such (else the sentence is mixed English and CJK, each said by its own voice)."""
+    out: set[int] = set()
+    sentence: list[list[int]] = []
+    phrase: list[int] = []
+    for i, (kind, chunk) in enumerate(runs + [(_NEUTRAL, "\n")]):
+        if kind == _LATIN or (phrase and kind == _NEUTRAL and chunk.isspace()):
+            phrase.append(i)
+            continue
+        if phrase:
+            while runs[phrase[-1]][0] != _LATIN:
+                phrase.pop()
+            sentence.append(phrase)
+            phrase = []
+        if kind == _NEUTRAL and _SENTENCE_END & set(chunk):
+            if sentence and all(_embedded(runs, p) for p in sentence):
+                out.update(i for p in sentence for i in p)
+            sentence = []
+    return out
+
+
+def _embedded(runs: list[tuple[str, str]], phrase: list[int]) -> bool:
+    words = [runs[i][1] for i in phrase if runs[i][0] == _LATIN]
+    before = _neighbour(runs, range(phrase[0] - 1, -1, -1))
+    after = _neighbour(runs, range(phrase[-1] + 1, len(runs)))
+    cjk = (_HAN, _KANA)
+    if before[0] in cjk and after[0] in cjk:
+        return len(words) <= 3
+    touching = (before[0] in cjk and before[1] and after[0] is None) or \
+               (after[0] in cjk and after[1] and before[0] is None)
+    return touching and len(words) <= 2 and all(w != w.lower() for w in words)
+
+
+def _neighbour(runs: list[tuple[str, str]], indices: range) -> tuple[str | None, bool]:
+    """(script of the first non-neutral run in the sentence that way or None, whether only
+    spaces lie between)."""
+    spaces = True
+    for i in indices:
+        kind, chunk = runs[i]
+        if kind != _NEUTRAL:
+            return kind, spaces
+        if _SENTENCE_END & set(chunk):
+            return None, spaces
+        spaces = spaces and chunk.isspace()
+    return None, spaces
 
 
 def _merge(runs: list[tuple[str | None, str]]) -> list[Segment]:

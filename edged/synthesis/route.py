@@ -1,6 +1,6 @@
 """Routing: each segment of a request to a voice of its language, along the fallback chain.
 
-    chain("zh") -> [languages.zh, "kokoro:zf_xiaoxiao", "espeak:cmn"]   (what is set/installed)
+    chain("zh") -> [languages.zh, "kokoro:zm_yunjian", "espeak:cmn"]   (what is set/installed)
 
 A voice that is not installed, does not load, or would not fit `limits.memory_mb` (LoadedVoices
 refuses it: OverBudget) is skipped for the next one, with one warning per voice and reason;
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ..voice.backend import VoiceBackend
 
 _LOGGER = logging.getLogger(__name__)
-NEURAL: Final = {"zh": "kokoro:zf_xiaoxiao", "ja": "kokoro:jf_alpha"}
+NEURAL: Final = {"zh": "kokoro:zm_yunjian", "ja": "kokoro:jf_alpha", "ko": "kokoro:jm_kumo@ko",
+                 "yue": "kokoro:jm_kumo@yue"}
 """The neural voice a language uses when the config names none (if it is installed)."""
 ESPEAK: Final = {"en": "espeak:en-us", "zh": "espeak:cmn", "yue": "espeak:yue",
                  "ja": "espeak:ja", "ko": "espeak:ko"}
@@ -52,8 +53,9 @@ class Router:
             else None
         if language == "en" or language not in LANGUAGES:
             configured = configured or self._config.voice.name
-        names = [configured, NEURAL.get(language), ESPEAK.get(language, ESPEAK["en"])]
-        return list(dict.fromkeys(n for n in names if n))
+        fallback = ESPEAK.get(language, ESPEAK["en"])
+        names = list(dict.fromkeys(n for n in (configured, NEURAL.get(language), fallback) if n))
+        return names[:names.index(fallback) + 1]  # configured espeak-ng: nothing after it
 
     def voices(self) -> set[str]:
         """Every voice some language's chain may speak with (espeak-ng's for each)."""

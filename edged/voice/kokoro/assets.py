@@ -17,6 +17,7 @@ import hashlib
 import importlib.util
 import json
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -34,7 +35,22 @@ STYLE_ROWS: Final = 510
 STYLE_WIDTH: Final = 256
 LICENSE: Final = "Apache-2.0 (Kokoro-82M weights and voices, hexgrad); ONNX export MIT (kokoro-onnx)"
 LANGUAGE_BY_PREFIX: Final = {"j": "ja", "z": "zh"}
-"""The first letter of a Kokoro voice name is its language; we use its Japanese and Mandarin."""
+"""The first letter of a Kokoro style's name is its language; we use its Japanese and Mandarin."""
+SPOKEN: Final = ("ja", "zh", "ko", "yue")
+"""Languages a Kokoro voice speaks: `kokoro:zf_xiaoxiao` (its own), `kokoro:af_heart@ko` (a
+style of any language saying another through our phonemizer: Korean, Cantonese)."""
+_STYLE_NAME: Final = re.compile(r"[a-z]{2}_[a-z0-9]+")
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """(style, language) of a Kokoro voice name without its prefix: "jf_alpha" -> (jf_alpha,
+    ja), "af_heart@ko" -> (af_heart, ko); VoiceError for anything else."""
+    style, _, language = name.partition("@")
+    language = language or LANGUAGE_BY_PREFIX.get(style[:1], "")
+    if not _STYLE_NAME.fullmatch(style) or language not in SPOKEN:
+        raise VoiceError(f"voice kokoro:{name}: edged speaks Kokoro's Japanese (j*) and Mandarin "
+                         f"(z*) voices, and any style with @ko or @yue (kokoro:af_heart@ko)")
+    return style, language
 
 
 def _package_dir(name: str) -> Path | None:
@@ -122,13 +138,18 @@ def load_style(name: str, dirs: Sequence[Path]) -> tuple[np.ndarray, str]:
 
 def available(dirs: Sequence[Path]) -> list[str]:
     """Kokoro voices that can be loaded here (Japanese and Mandarin ones)."""
+    return sorted(n for n in styles_here(dirs) if n[:1] in LANGUAGE_BY_PREFIX)
+
+
+def styles_here(dirs: Sequence[Path]) -> set[str]:
+    """Every Kokoro style installed here (any language), when the model package is."""
     if not installed():
-        return []
+        return set()
     names = set(_packaged_styles())
     for folder in style_folders(dirs):
         if folder.is_dir():
             names |= {p.name.removesuffix(".bin") for p in folder.glob("*.bin")}
-    return sorted(n for n in names if n[:1] in LANGUAGE_BY_PREFIX)
+    return names
 
 
 @functools.cache

