@@ -3,6 +3,7 @@
 from .fields import PATH_KINDS, SPEED_RANGE, ConfigError, check_topic_part, default_request_bytes
 from .house import parse_hhmm
 from .loader import load_config, parse_config
+from .mqtt import MqttConfig, TlsConfig
 from .schema import (
     AudioConfig,
     CacheConfig,
@@ -11,10 +12,8 @@ from .schema import (
     FrontendConfig,
     LanguagesConfig,
     LimitsConfig,
-    MqttConfig,
     QuietHours,
     ScheduleConfig,
-    TlsConfig,
     VoiceConfig,
     VolumeRange,
 )
