@@ -5,11 +5,11 @@ each test failed on the code before the issue's work."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import signal
 import socket
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -78,19 +78,8 @@ def flooded(tmp_path: Path, flood_broker: Broker, unique_prefix: str,
 
     yield make, w
     for d in made:
-        _stop(d)
+        d.stop()
     w.close()
-
-
-def _stop(d: DaemonProc) -> None:
-    """Stop the daemon, also under a launcher (strace): SIGTERM goes to the daemon itself, or
-    strace would detach and leave it running; the launcher ends with it."""
-    if d.proc is not None and d.proc.poll() is None and d.launcher:
-        children = Path(f"/proc/{d.proc.pid}/task/{d.proc.pid}/children").read_text().split()
-        for pid in children:
-            os.kill(int(pid), signal.SIGTERM)
-        d.proc.wait(_TIMEOUT_S)
-    d.stop()
 
 
 def _state(w: Watcher, pred: Callable[[dict[str, Any]], bool], start: int = 0) -> dict[str, Any]:
@@ -134,11 +123,8 @@ def test_a_settings_flood_does_no_file_work_on_the_network_thread(
     make_daemon, watcher = flooded
     broker = flood_broker
     trace = tmp_path / "fsync.trace"
-    d = make_daemon()
-    d.launcher = [shutil.which("strace") or "strace", "-f", "--seccomp-bpf", "-qq",
-                  "-e", "trace=fsync,fdatasync",
-                  "-o", str(trace)]
-    d.start(watcher)
+    d = make_daemon().start(watcher)
+    tracer = _trace_fsyncs(d, trace)
     _state(watcher, lambda s: True)
     before = _fsyncs(trace)
     _flood(broker.port, f"{watcher.prefix}/set/volume",
@@ -147,11 +133,28 @@ def test_a_settings_flood_does_no_file_work_on_the_network_thread(
     rid = f"after-{uuid.uuid4().hex[:6]}"
     watcher.say({"text": "After the settings.", "id": rid})
     assert watcher.final(rid, _TIMEOUT_S)["event"] == "finished"
-    _stop(d)
+    d.stop()
+    assert d.proc is not None and d.proc.returncode == 0, "not stopped by its SIGTERM under strace"
+    tracer.communicate(timeout=_TIMEOUT_S)  # strace ends with the process it traces
     saved = (d.workdir / "state" / "device.json").read_text()
     assert '"volume": 37' in saved, saved
     during = _fsyncs(trace) - before
     assert during < 50, f"{during} fsyncs for {_FLOOD} settings"
+
+
+def _trace_fsyncs(d: DaemonProc, trace: Path) -> subprocess.Popen:
+    """strace attached to the running daemon and all its threads, counting fsync calls; back
+    once strace says it is attached. (Not a launcher: a daemon under strace would get its
+    SIGTERM through strace.)"""
+    assert d.proc is not None
+    tracer = subprocess.Popen(
+        [shutil.which("strace") or "strace", "-f", "-e", "trace=fsync,fdatasync",
+         "-o", str(trace), "-p", str(d.proc.pid)],
+        stderr=subprocess.PIPE, text=True)
+    assert tracer.stderr is not None
+    line = tracer.stderr.readline()  # "strace: Process N attached with K threads"
+    assert "attached" in line, line
+    return tracer
 
 
 def _fsyncs(trace: Path) -> int:

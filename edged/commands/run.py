@@ -39,6 +39,8 @@ from .common import (
 )
 
 _LOGGER = logging.getLogger(__name__)
+_SIGNAL_CHECK_S = 0.5
+"""How often the main thread looks for a signal that arrived while it waited."""
 Output: TypeAlias = Literal["play", "publish", "both"]
 
 
@@ -110,7 +112,10 @@ def serve(config: Config, output: Output | None = None) -> bool:
         raise CommandError(str(err)) from None
     reload = False
     while not reload:
-        wake.wait()
+        # A timed wait: Python runs a signal handler in the main thread only, and a signal the
+        # kernel hands to another thread (seen under a tracer) would not end an untimed wait.
+        if not wake.wait(_SIGNAL_CHECK_S):
+            continue
         wake.clear()
         if "stop" in why:
             break

@@ -53,11 +53,19 @@ class NetLoop:
     def start(self, timeout_s: float = 30.0) -> list[str]:
         """Run the loop and start every server; the names of those that started. A server that
         fails to start raises here (the caller decides whether that is fatal)."""
+        self._start_executor_threads(timeout_s)
         self._thread.start()
         for server in self._servers:
             self.call(server.start(), timeout_s)
             self._started.append(server.name)
         return list(self._started)
+
+    def _start_executor_threads(self, timeout_s: float) -> None:
+        """All of the executor's threads now, not one by one under the first load: the daemon's
+        thread count is then fixed from the start (what a long run or `top -H` expects)."""
+        gate = threading.Barrier(_EXECUTOR_THREADS)
+        started = [self._executor.submit(gate.wait, timeout_s) for _ in range(_EXECUTOR_THREADS)]
+        concurrent.futures.wait(started, timeout_s)
 
     def start_server(self, server: Server, timeout_s: float = 30.0) -> None:
         """Start one more server on the running loop (the HTTP server, right after READY); it
