@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
+import os
 import signal
 import socket
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 import yaml
 
 from tests.harness.paths import EDGED
-from tests.harness.raw_server import Answer, RawServer, reset, trickle
+from tests.harness.raw_server import Answer, RawServer, reset, self_signed, trickle
 
 _STYLE = np.linspace(-1, 1, 510 * 256, dtype="<f4").tobytes()
 _PATH = "/kokoro-js/-/kokoro-js-1.2.1.tgz"
@@ -79,11 +80,13 @@ def _command(base: str, catalog: Path, out: Path, *extra: str) -> list[str]:
             "--catalog", str(catalog), *extra]
 
 
-def _pull(registry: dict[str, bytes] | str, catalog: Path, out: Path,
-          *extra: str) -> subprocess.CompletedProcess:
+def _pull(registry: dict[str, bytes] | str, catalog: Path, out: Path, *extra: str,
+          cert: Path | None = None) -> subprocess.CompletedProcess:
+    """The command's result; `cert`: a certificate it trusts (SSL_CERT_FILE, read by OpenSSL)."""
     base = registry if isinstance(registry, str) else registry["base"].decode()
+    env = {**os.environ, "SSL_CERT_FILE": str(cert)} if cert else None
     return subprocess.run(_command(base, catalog, out, *extra), capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, env=env)
 
 
 def test_pull_installs_the_checked_style(tmp_path: Path, registry: dict[str, bytes]) -> None:
@@ -280,6 +283,38 @@ def test_pull_follows_a_same_host_redirect(tmp_path: Path) -> None:
     assert (tmp_path / "voices" / "kokoro" / "zf_xiaoxiao.bin").read_bytes() == _STYLE
     assert [h.split(b" ")[1] for h in server.requests] == [_PATH.encode(),
                                                             b"/moved/kokoro-js.tgz"]
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_pull_follows_http_to_https(tmp_path: Path, trusted: bool) -> None:
+    """http -> https on the same host is followed; the https server's certificate is checked
+    (a self-signed one is refused in one line unless the client is told to trust it)."""
+    tarball = _tarball()
+    cert, context = self_signed(tmp_path)
+    with RawServer(lambda conn, head: conn.sendall(_sized(tarball)), tls=context) as tls, \
+            RawServer(lambda conn, head: conn.sendall(_redirect(tls.url + _PATH))) as server:
+        r = _pull(server.url, _catalog(tmp_path, tarball), tmp_path / "voices",
+                  cert=cert if trusted else None)
+    if trusted:
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / "voices" / "kokoro" / "zf_xiaoxiao.bin").read_bytes() == _STYLE
+    else:
+        _refused(r, "certificate")
+        _nothing_left(tmp_path / "voices")
+    assert tls.connections == 1
+
+
+def test_pull_refuses_https_to_http(tmp_path: Path) -> None:
+    """An https server redirecting to http on the same host is refused (main followed it)."""
+    tarball = _tarball()
+    cert, context = self_signed(tmp_path)
+    with RawServer(lambda conn, head: conn.sendall(_sized(tarball))) as plain, \
+            RawServer(lambda conn, head: conn.sendall(_redirect(plain.url + _PATH)),
+                      tls=context) as server:
+        r = _pull(server.url, _catalog(tmp_path, tarball), tmp_path / "voices", cert=cert)
+    _refused(r, "redirect from https to http")
+    assert plain.connections == 0
+    _nothing_left(tmp_path / "voices")
 
 
 @pytest.mark.parametrize("announced", [True, False])
