@@ -361,3 +361,34 @@ def test_pull_stopped_leaves_nothing(tmp_path: Path, sig: signal.Signals) -> Non
     assert proc.returncode == 128 + sig, (proc.returncode, err)
     assert len(err.strip().splitlines()) == 1 and sig.name in err, err
     _nothing_left(out)
+
+
+def test_pull_removes_parts_of_killed_pulls(tmp_path: Path, registry: dict[str, bytes]) -> None:
+    """A part file whose process is gone (a pull killed outright) is removed by the next pull
+    into the folder; one whose process lives (another pull under way) is left to it."""
+    tarball = _tarball()
+    registry[_PATH] = tarball
+    kokoro = tmp_path / "voices" / "kokoro"
+    kokoro.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])  # a pid whose process has exited
+    dead.wait()
+    stale = kokoro / f".edged-download.{dead.pid}.00000000.part"
+    live = kokoro / f".edged-download.{os.getpid()}.00000000.part"
+    stale.write_bytes(b"half a tarball")
+    live.write_bytes(b"another pull's")
+    r = _pull(registry, _catalog(tmp_path, tarball), tmp_path / "voices")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in kokoro.iterdir()) == [live.name, "zf_xiaoxiao.bin"]
+
+
+def test_pull_through_a_proxy(tmp_path: Path) -> None:
+    """http_proxy is used for a host that is not loopback (the proxy here serves the tarball
+    itself and sees the absolute URL); no_proxy and loopback hosts go direct."""
+    tarball = _tarball()
+    with RawServer(lambda conn, head: conn.sendall(_sized(tarball))) as proxy:
+        env = {**os.environ, "http_proxy": proxy.url, "no_proxy": ""}
+        r = subprocess.run(_command("http://registry.invalid", _catalog(tmp_path, tarball),
+                                    tmp_path / "voices"),
+                           capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    assert proxy.requests[0].startswith(f"GET http://registry.invalid{_PATH} ".encode())
