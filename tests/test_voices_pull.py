@@ -200,10 +200,11 @@ def test_pull_bad_server_one_line(tmp_path: Path, fault: str, named: str) -> Non
     _nothing_left(tmp_path / "voices")
 
 
-@pytest.mark.parametrize("where", ["headers", "body"])
+@pytest.mark.parametrize("where", ["headers", "body", "tls_handshake"])
 def test_pull_total_time_bound(tmp_path: Path, where: str) -> None:
     """A server that sends one byte every half second (never slow enough for a per-read
-    timeout) is dropped once `--timeout` has passed, in its headers as in its body."""
+    timeout) is dropped once `--timeout` has passed, in its headers as in its body; so is one
+    that never answers a TLS handshake (here with a per-read timeout longer than the test)."""
     tarball = _tarball()
 
     def answer(conn: socket.socket, head: bytes) -> None:
@@ -211,8 +212,10 @@ def test_pull_total_time_bound(tmp_path: Path, where: str) -> None:
                      else _HEAD + b"Content-Length: %d\r\n\r\n" % len(tarball))
         trickle(server.stopping, conn)
 
-    with RawServer(answer) as server:
-        r = _pull(server.url, _catalog(tmp_path, tarball), tmp_path / "voices", "--timeout", "2")
+    with RawServer(answer) as server:  # a TLS ClientHello never completes its request head
+        base = server.url.replace("http:", "https:") if where == "tls_handshake" else server.url
+        r = _pull(base, _catalog(tmp_path, tarball), tmp_path / "voices", "--timeout", "2",
+                  "--read-timeout", "100")
     _refused(r, "took longer than 2 s", "--timeout")
     _nothing_left(tmp_path / "voices")
 

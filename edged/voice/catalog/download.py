@@ -146,7 +146,7 @@ def _fetch(url: str, sink: IO[bytes], max_bytes: int, limits: Limits,
                 conn.close()
         raise AssertionError("unreachable: the last hop returns or raises")
     except (_Fault, http.client.HTTPException, OSError, ValueError) as err:
-        if deadline.expired:
+        if deadline.over():
             reason = f"took longer than {limits.total_s:g} s in all (--timeout)"
         else:
             reason = _reason(err, limits)
@@ -171,9 +171,9 @@ def _request(url: str, limits: Limits,
     else:
         conn = http.client.HTTPConnection(*(proxy or (host, port)), timeout=timeout)
     try:
+        deadline.watch(conn)  # before connect: a TLS handshake or proxy tunnel that trickles
         conn.connect()
         assert conn.sock is not None
-        deadline.watch(conn.sock)
         conn.sock.settimeout(limits.read_s)
         path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
         target = url.split("#")[0] if proxy and parts.scheme == "http" else path
@@ -288,15 +288,17 @@ def _loopback(host: str) -> bool:
 
 
 class _Deadline:
-    """The total time bound: once passed, shuts the watched socket down, so whatever read is
-    blocked (headers, a trickled body) ends at once and the download reports the deadline."""
+    """The total time bound: once passed, shuts the watched connection's socket down, so
+    whatever read is blocked (TLS handshake, headers, a trickled body) ends at once and the
+    download reports the deadline. (Name resolution cannot be cut short: the resolver's own
+    timeouts bound it.)"""
 
     def __init__(self, seconds: float) -> None:
         self._end = time.monotonic() + seconds
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
         self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
+        self._conn: http.client.HTTPConnection | None = None
         self.expired = False
 
     def __enter__(self) -> _Deadline:
@@ -306,6 +308,11 @@ class _Deadline:
     def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
 
+    def over(self) -> bool:
+        """Whether the bound has passed (also when a connect timed out at its end, a moment
+        before the timer)."""
+        return self.expired or time.monotonic() >= self._end
+
     def left(self) -> float:
         left = self._end - time.monotonic()
         if left <= 0:
@@ -313,9 +320,9 @@ class _Deadline:
             raise _Fault("deadline")
         return left
 
-    def watch(self, sock: socket.socket) -> None:
+    def watch(self, conn: http.client.HTTPConnection) -> None:
         with self._lock:
-            self._sock = sock
+            self._conn = conn
             if self.expired:
                 self._shutdown()
 
@@ -325,8 +332,9 @@ class _Deadline:
             self._shutdown()
 
     def _shutdown(self) -> None:
-        if self._sock is not None:
+        sock = self._conn.sock if self._conn is not None else None
+        if isinstance(sock, socket.socket):  # None until connected: connect has its timeout
             with contextlib.suppress(OSError):
                 # The plain socket's shutdown, also for TLS: ssl.SSLSocket's would unwrap it
                 # under the reading thread's feet.
-                socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
