@@ -338,9 +338,9 @@ def test_pull_size_bound(tmp_path: Path, announced: bool) -> None:
     _nothing_left(tmp_path / "voices")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_pull_stopped_leaves_nothing(tmp_path: Path, sig: signal.Signals) -> None:
-    """SIGTERM or Ctrl-C during the download: the partial file (there while downloading) is
+    """SIGTERM, Ctrl-C or SIGHUP during the download: the partial file (there while downloading) is
     removed, one line says why, the status is 128 + the signal's number."""
     tarball = _tarball()
     out = tmp_path / "voices"
