@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import TypeAlias
 
 from ..config import CacheConfig, Config, load_config
@@ -15,6 +19,42 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 class CommandError(Exception):
     """Bad input on the command line; printed as one line on stderr, exit status 2."""
+
+
+class Stopped(BaseException):
+    """SIGTERM, SIGINT (Ctrl-C) or SIGHUP inside `signals_stop`. A BaseException, so no
+    `except Exception` swallows it while `finally` blocks and context managers still run (a
+    download's temporary file is removed)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def signals_stop() -> Iterator[None]:
+    """Inside: the first of SIGTERM, SIGINT, SIGHUP raises Stopped (the default for SIGTERM
+    and SIGHUP kills the process before any cleanup); later ones are ignored until the cleanup
+    is done. Main thread only."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        for sig in _STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def one_line(message: object) -> str:

