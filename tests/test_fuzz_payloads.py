@@ -7,7 +7,8 @@ Topics: `<p>/say`, `<p>/control`, the group topic `<house>/group/fz/say`, `<p>/s
 `fz`); the pool topic `<house>/synth/say` (with MQTT 5 response topics and correlation data)
 reaches a synth daemon. Payloads go out in batches of 25 (QoS 1, in order), then a `resume` (a
 batch may pause the queue) and a low-priority sentinel request per daemon, spoken after
-everything of the batch that was queued. When both sentinels are final, the batch is counted:
+everything of the batch that was queued, and a bad setting (settings come on the daemon's second
+connection, in order among themselves). When all three are answered, the batch is counted:
 
 - each request (say, group, pool) or control has exactly one answer on its daemon's `<p>/event`
   (`rejected`, `queued` or a control's `finished`), each queued request exactly one final
@@ -145,11 +146,18 @@ def _batch(h: House, fuzzer: PayloadFuzzer, picks: list[str]) -> Counter[str]:
     h.w.say({"text": "Sentinel.", "id": sentinel, "priority": "low"})
     h.w.client.publish(h.topics["pool"], f'{{"text": "Sentinel.", "id": "{pool_sentinel}", '
                        f'"reply_to": "{h.house}/reply/x"}}', qos=1)
+    # Settings come on the daemon's second connection (mqtt/side.py), in order among
+    # themselves only: a bad setting of our own closes the batch there.
+    setting_sentinel = f"volume is -{fuzzer.rng.randrange(100000, 1000000)};"  # in its error
+    h.w.publish("set/volume", setting_sentinel.split()[-1].rstrip(";"))
     h.w.final(sentinel, _FINAL_S)
     h.ws.final(pool_sentinel, _FINAL_S)
+    h.w.wait(lambda m: m.topic.endswith("/event") and setting_sentinel in m.payload.decode(
+        "utf-8", "replace"), _FINAL_S, marks[0])
     context = f"payloads {fuzzer.count}, sent {dict(sent)}"
     member = [m.json() for m in h.w.messages[marks[0]:] if m.topic.endswith("/event")]
-    member = [e for e in member if e["id"] not in (resume, sentinel)]
+    member = [e for e in member if e["id"] not in (resume, sentinel)
+              and setting_sentinel not in e.get("error", "")]
     settings = [e for e in member if e["event"] == "rejected"
                 and e["error"].startswith(f"{h.w.prefix}/set/")]
     assert len(settings) == bad_settings, (settings, context)

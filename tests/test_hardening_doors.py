@@ -29,6 +29,7 @@ from tests.harness.watcher import Watcher
 
 _TIMEOUT_S = 20.0
 _FLOOD = 3000
+_BIG_FLOOD = 20000
 
 
 def _client(port: int) -> mqtt.Client:
@@ -82,9 +83,10 @@ def flooded(tmp_path: Path, flood_broker: Broker, unique_prefix: str,
     w.close()
 
 
-def _state(w: Watcher, pred: Callable[[dict[str, Any]], bool], start: int = 0) -> dict[str, Any]:
+def _state(w: Watcher, pred: Callable[[dict[str, Any]], bool], start: int = 0,
+           timeout_s: float = _TIMEOUT_S) -> dict[str, Any]:
     topic = f"{w.prefix}/state"
-    return w.wait(lambda m: m.topic == topic and pred(m.json()), _TIMEOUT_S, start).json()
+    return w.wait(lambda m: m.topic == topic and pred(m.json()), timeout_s, start).json()
 
 
 def test_a_burst_of_home_assistant_online_republishes_the_config_once(
@@ -128,7 +130,7 @@ def test_a_settings_flood_does_no_file_work_on_the_network_thread(
     _state(watcher, lambda s: True)
     before = _fsyncs(trace)
     _flood(broker.port, f"{watcher.prefix}/set/volume",
-           [str(n % 101).encode() for n in range(_FLOOD - 1)] + [b"37"])
+           [str(n % 30).encode() for n in range(_FLOOD - 1)] + [b"37"])
     _state(watcher, lambda s: s["volume"] == 37)
     rid = f"after-{uuid.uuid4().hex[:6]}"
     watcher.say({"text": "After the settings.", "id": rid})
@@ -140,6 +142,48 @@ def test_a_settings_flood_does_no_file_work_on_the_network_thread(
     assert '"volume": 37' in saved, saved
     during = _fsyncs(trace) - before
     assert during < 50, f"{during} fsyncs for {_FLOOD} settings"
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("what", ["settings", "ha_status"])
+def test_a_critical_alarm_is_not_held_behind_a_flood_of_settings_or_status(
+        flooded: tuple[Callable[..., DaemonProc], Watcher], flood_broker: Broker,
+        what: str) -> None:
+    """20,000 `set/volume` (or Home Assistant `online`) published ahead of a critical alarm,
+    all waiting at the broker while the daemon is stopped (SIGSTOP): once it runs again, the
+    alarm is spoken while the flood is still being read, not after it. The flood ends with
+    a marker the daemon shows once it got there: `set/volume 37`, in the state. Before, one
+    connection read everything in order and the alarm came after the whole flood (minutes
+    behind a sustained one: bench.critical)."""
+    make_daemon, watcher = flooded
+    prefix = f"ha-{uuid.uuid4().hex[:8]}"
+    # Keep-alive long enough for the broker to keep both connections while the daemon stops.
+    d = make_daemon(homeassistant={"discovery_prefix": prefix},
+                    mqtt={"keepalive_s": 300}).start(watcher)
+    volume = f"{watcher.prefix}/set/volume"
+    mark = watcher.mark()
+    rid = f"alarm-{uuid.uuid4().hex[:6]}"
+    assert d.proc is not None
+    d.proc.send_signal(signal.SIGSTOP)  # all of it waits at the broker, in the order sent
+    try:
+        if what == "settings":
+            _flood(flood_broker.port, volume, [str(n % 30).encode() for n in range(_BIG_FLOOD)])
+        else:
+            _flood(flood_broker.port, f"{prefix}/status", [b"online"] * _BIG_FLOOD)
+        _flood(flood_broker.port, volume, [b"37"])
+        watcher.say({"text": "Smoke in the kitchen!", "id": rid, "priority": "critical"})
+    finally:
+        d.proc.send_signal(signal.SIGCONT)
+    assert watcher.final(rid, _TIMEOUT_S * 3)["event"] == "finished"
+    done = watcher.mark()
+    states = [m.json() for m in watcher.messages[mark:done]
+              if m.topic == f"{watcher.prefix}/state"]
+    assert all(s["volume"] != 37 for s in states), "the alarm waited for the whole flood"
+    _state(watcher, lambda s: s["volume"] == 37, mark, _TIMEOUT_S * 9)  # the flood read to its end
+    assert d.alive()
+    log = d.log_text()
+    assert log.count("Device volume set") < 100, "a log line for each setting of a flood"
+    assert log.count("Home Assistant is online") < 100
 
 
 def _trace_fsyncs(d: DaemonProc, trace: Path) -> subprocess.Popen:

@@ -12,7 +12,9 @@
                               limits.memory_mb
 
 A bad settings payload gets a `rejected` event on `<p>/event` with the reason, like a bad
-request. Everything here runs on paho's network thread and never raises.
+request. The status and the settings arrive on the link's second connection (mqtt/side.py),
+on its own thread, so a flood of them never delays a request; a flood is logged at most once
+a second (with the count of the others). Nothing here raises.
 """
 
 from __future__ import annotations
@@ -35,6 +37,28 @@ if TYPE_CHECKING:
 _LOGGER = logging.getLogger(__name__)
 _MAX_SETTING_BYTES = 256
 _STATUS_EVERY_S = 1.0
+_TELL_EVERY_S = 1.0
+"""At most one log line a second per kind of setting message."""
+
+
+class _Burst:
+    """Says yes at most once per `every_s`; counts the noes in between."""
+
+    def __init__(self, every_s: float) -> None:
+        self._every_s, self._at, self.held = every_s, -every_s, 0
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if now - self._at < self._every_s:
+            self.held += 1
+            return False
+        self._at = now
+        return True
+
+    def note(self) -> str:
+        """" (and N more since)" for what was held back, then starts counting again."""
+        held, self.held = self.held, 0
+        return f" (and {held} more since)" if held else ""
 
 
 class HomeAssistantBridge:
@@ -49,6 +73,7 @@ class HomeAssistantBridge:
         self.discovery: Discovery = build_discovery(config, voices)
         self._volume_topic, self._voice_topic = settings_topics(config.topic_prefix)
         self._announced_at = -_STATUS_EVERY_S
+        self._told = {kind: _Burst(_TELL_EVERY_S) for kind in ("volume", "voice", "rejected")}
 
     def attach(self) -> None:
         self._link.add_on_connect(self.announce)
@@ -74,11 +99,11 @@ class HomeAssistantBridge:
         (a flood of `online` must not queue a config for each ahead of events)."""
         if payload.strip() != b"online":
             return  # "offline": HA went away; nothing to do until it is back
-        _LOGGER.info("Home Assistant is online: announcing the device again")
         now = time.monotonic()
         if now - self._announced_at < _STATUS_EVERY_S:
             return  # a burst of `online`: HA has been told already
         self._announced_at = now
+        _LOGGER.info("Home Assistant is online: announcing the device again")
         self.announce()
         self._link.publish(self._link.topics.availability, b"online", retain=True)
         self._daemon.publish_state()
@@ -89,7 +114,8 @@ class HomeAssistantBridge:
         except SettingError as err:
             self._reject(f"{self._volume_topic}: {err}")
             return
-        _LOGGER.info("Device volume set to %d", volume)
+        if self._told["volume"].due():
+            _LOGGER.info("Device volume set to %d%s", volume, self._told["volume"].note())
         self._daemon.publish_state()
 
     def _on_voice(self, payload: bytes) -> None:
@@ -101,11 +127,14 @@ class HomeAssistantBridge:
         except SettingError as err:
             self._reject(f"{self._voice_topic}: {err}")
             return
-        _LOGGER.info("Device voice set to %s", name or "the configured voice")
+        if self._told["voice"].due():
+            _LOGGER.info("Device voice set to %s%s", name or "the configured voice",
+                         self._told["voice"].note())
         self._daemon.publish_state()
 
     def _reject(self, error: str) -> None:
-        _LOGGER.warning("Rejected a setting: %s", error)
+        if self._told["rejected"].due():
+            _LOGGER.warning("Rejected a setting: %s%s", error, self._told["rejected"].note())
         self._daemon.publish_event(Rejected(new_id(), error=error))
 
 

@@ -4,7 +4,7 @@
     <group_prefix>/group/<name>/say (each of `groups`)   a group's requests: every member speaks
     $share/edged-synth/<group_prefix>/synth/say         the synthesis pool (role: synth): the
                                                           broker hands each request to one member
-    add_route topics                                      integrations (Home Assistant)
+    add_route topics (a second connection: side.py)      integrations (Home Assistant)
 
 Requests are subscribed without retained messages (a retained request would be spoken again on
 every resubscribe). A request's MQTT 5 Response Topic and Correlation Data come along in its

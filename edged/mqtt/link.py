@@ -38,6 +38,7 @@ from ..daemon.requests import CONTROL_MAX_BYTES
 from .client_setup import Topics, no_delay, set_credentials
 from .intake import LinkHandler, Subscriptions, Ticket
 from .outbox import Latest, Outbox
+from .side import SideConnection
 
 _LOGGER = logging.getLogger(__name__)
 _PUBLISH_OVERHEAD: Final = 64
@@ -69,6 +70,8 @@ class MqttLink:
         self._dropped = 0
         self.intake = Subscriptions(config, self.topics.say, self.topics.control)
         self._on_connect_hooks: list[Callable[[], None]] = []
+        self._routes: dict[str, Callable[[bytes], None]] = {}
+        self._side: SideConnection | None = None
 
         client = paho.Client(
             CallbackAPIVersion.VERSION2, client_id=config.client_id,
@@ -98,10 +101,10 @@ class MqttLink:
         self._connect_props.MaximumPacketSize = self.max_incoming_packet
 
     def add_route(self, topic: str, on_message: Callable[[bytes], None]) -> None:
-        """Also subscribe to `topic` (on every connect) and hand its payloads to `on_message`, on
-        paho's thread (acknowledged after it returns). For integrations beside the requests
-        (Home Assistant's status and its settings commands); call before start()."""
-        self.intake.routes[topic] = on_message
+        """Also subscribe to `topic` and hand its payloads to `on_message`, on the second
+        connection's thread (side.py: no flood there delays a request). For integrations beside
+        the requests (Home Assistant's status and the settings commands); before start()."""
+        self._routes[topic] = on_message
 
     def add_on_connect(self, hook: Callable[[], None]) -> None:
         """Call `hook` on paho's thread after every (re)connect, once `online` is published."""
@@ -118,6 +121,10 @@ class MqttLink:
             clean_start=False, properties=self._connect_props,
         )
         self._client.loop_start()
+        if self._routes:
+            self._side = SideConnection(self._config, self._routes, self._wait_for_room,
+                                        self._say_online)
+            self._side.start()
 
     def stop(self, timeout_s: float = 2.0) -> None:
         """Leave the synthesis pool, say `offline`, let queued packets (acks, events) go out,
@@ -134,6 +141,8 @@ class MqttLink:
                 info.wait_for_publish(timeout_s)
         self._client.disconnect()
         self._client.loop_stop()
+        if self._side is not None:
+            self._side.stop()
 
     @property
     def max_incoming_packet(self) -> int:
@@ -146,6 +155,11 @@ class MqttLink:
         """More is waiting for the broker than `mqtt.max_outgoing_messages`: take in no QoS 0
         request now (QoS 1 intake is slowed by deferring acknowledgements)."""
         return self._outbox.overloaded()
+
+    def _wait_for_room(self) -> None:
+        """Off the network thread, while overloaded: until the backlog is down to half."""
+        if self.connected.is_set() and self._outbox.overloaded():
+            self._outbox.wait_room(_AUDIO_WAIT_S, self.connected)
 
     @property
     def outgoing(self) -> int:
@@ -263,9 +277,12 @@ class MqttLink:
             self._max_packet = getattr(props, "MaximumPacketSize", None)
             for batch in self.intake.subscriptions():
                 client.subscribe(batch)
-            self._send(self.topics.availability, b"online", retain=True)
+            if self._routes and flags.session_present:
+                # An older edged subscribed to these here; the session keeps them.
+                client.unsubscribe(list(self._routes))
             self._last_error = ""
             self.connected.set()
+            self._say_online()
             _LOGGER.info("Connected to the broker (session %s)",
                          "resumed" if flags.session_present else "new")
             if self.handler is not None:
@@ -274,6 +291,11 @@ class MqttLink:
                 hook()
         except Exception:
             _LOGGER.exception("Error in on_connect")
+
+    def _say_online(self) -> None:
+        """`online` once this connection is up and the settings connection subscribed."""
+        if self.connected.is_set() and (self._side is None or self._side.subscribed.is_set()):
+            self._send(self.topics.availability, b"online", retain=True)
 
     def _on_connect_fail(self, _client: paho.Client, _u: Any) -> None:
         try:
@@ -322,9 +344,6 @@ class MqttLink:
             elif self.intake.dispatch(self.handler, msg.topic, bytes(msg.payload), ticket,
                                       msg.properties):
                 pass
-            elif msg.topic in self.intake.routes:
-                self.intake.routes[msg.topic](bytes(msg.payload))
-                self.ack(ticket)
             else:  # a subscription left over from an older config in the same session
                 self.ack(ticket)
         except Exception:

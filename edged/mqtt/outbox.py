@@ -134,6 +134,13 @@ class Outbox(Generic[T]):
         with self._cond:
             self._cond.notify_all()
 
+    def wait_room(self, timeout_s: float, still: threading.Event) -> None:
+        """Wait while overloaded, until the backlog is down to half, `still` is cleared or
+        `timeout_s` passed: what paces a stream that has no acknowledgement to defer."""
+        with self._cond:
+            self._cond.wait_for(lambda: (len(self._pending) <= self.low and not self._deferred)
+                                or not still.is_set(), timeout_s)
+
     def wait_bytes(self, limit: int, timeout_s: float, still: threading.Event) -> bool:
         """Wait until fewer than `limit` bytes are pending (True), `still` is cleared (the
         link went down) or `timeout_s` passed (False)."""
