@@ -11,13 +11,17 @@ import json
 import socket
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event, async_read_event
 from wyoming.tts import Synthesize
 
-from tests.harness.daemon import DaemonProc, peak_rss_mb
+from edged.config import ConfigError, parse_config
+from edged.wyoming.gate import ClientGate
+from tests.harness.daemon import DaemonProc, peak_rss_mb, wait_log
 from tests.harness.ports import free_port
 from tests.harness.watcher import Watcher
 from tests.harness.wyoming_server import read_until
@@ -144,3 +148,67 @@ def test_silent_connections_and_streams_are_closed_and_a_new_client_is_served(
         assert events[-1].type == "error" and events[-1].data["code"] == "timeout", events
     assert [e.type for e in answers[3]][:2] == ["audio-start", "audio-chunk"]
     assert synthesize(port) == ["audio-start", "audio-chunk", "audio-stop"]
+
+
+# -- 3. who may connect ---------------------------------------------------------------------------
+
+def _from(address: str, port: int) -> bytes:
+    """Connect from `address` (all of 127/8 is this machine's), say describe, and read what
+    comes back until the daemon ends the connection."""
+    with socket.socket() as sock:
+        sock.settimeout(_TIMEOUT_S)
+        sock.bind((address, 0))
+        sock.connect(("127.0.0.1", port))
+        received = b""
+        try:
+            sock.sendall(frame("describe"))
+            while chunk := sock.recv(65536):
+                received += chunk
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        return received
+
+
+def test_clients_outside_allowed_clients_are_closed_at_once_and_logged_once(
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher) -> None:
+    """wyoming.allowed_clients: [127.0.0.1/32], max_connections: 1. 300 connections from
+    127.0.0.2 are each closed at once, unanswered, with one log line for all of them (the rest
+    counted into the next line, a minute later); none takes the one connection slot: a client
+    from 127.0.0.1 is then served. Before, the protocol had no gate at all (the key did not
+    exist: the daemon refused the config)."""
+    daemon, port = start(make_daemon, watcher, allowed_clients=["127.0.0.1/32"],
+                         max_connections=1)
+    for _ in range(300):
+        assert _from("127.0.0.2", port) == b""
+    wait_log(daemon, "not in wyoming.allowed_clients")
+    assert synthesize(port) == ["audio-start", "audio-chunk", "audio-stop"]
+    lines = [line for line in daemon.log_text().splitlines()
+             if "refused a connection from" in line]
+    assert 1 <= len(lines) <= 2, lines  # two only if the refusals straddled a minute
+    assert "127.0.0.2" in lines[0] and "Traceback" not in daemon.log_text()
+
+
+@pytest.mark.parametrize(("allowed", "peer", "admitted"), [
+    (("127.0.0.0/8", "::1/128"), ("127.0.0.1", 5), True),
+    (("127.0.0.0/8", "::1/128"), ("::1", 5, 0, 0), True),
+    (("127.0.0.0/8", "::1/128"), ("::ffff:127.0.0.1", 5, 0, 0), True),
+    (("127.0.0.0/8", "::1/128"), ("192.168.1.20", 5), False),
+    (("192.168.1.0/24",), ("::ffff:192.168.1.20", 5, 0, 0), True),
+    (("fe80::/10",), ("fe80::1%eth0", 5, 0, 2), True),
+    (("192.168.1.20",), ("192.168.1.21", 5), False),
+    (("0.0.0.0/0",), None, False),
+    (("0.0.0.0/0",), "/run/a-unix-socket", False),
+])
+def test_the_gate_reads_every_form_of_a_peer_address(allowed: tuple[str, ...], peer: object,
+                                                     admitted: bool) -> None:
+    """asyncio's peername in each form a listening socket gives (IPv4, IPv6 with flow and
+    scope, IPv4 mapped into IPv6 on a dual-stack socket, a zone); none known: refused."""
+    assert (ClientGate(allowed).admits(peer) is not None) == admitted
+
+
+def test_allowed_clients_must_be_addresses_or_networks(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"wyoming.allowed_clients\[1\]: 'lan'"):
+        parse_config({"wyoming": {"allowed_clients": ["10.0.0.0/8", "lan"]}}, tmp_path)
+    with pytest.raises(ConfigError, match="must not be empty"):
+        parse_config({"wyoming": {"allowed_clients": []}}, tmp_path)
+    assert parse_config({}, tmp_path).wyoming.allowed_clients == ("127.0.0.0/8", "::1/128")
