@@ -10,7 +10,7 @@ import asyncio
 import json
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +20,14 @@ from wyoming.event import Event, async_read_event
 from wyoming.tts import Synthesize
 
 from edged.config import ConfigError, parse_config
+from edged.daemon import fields
+from edged.daemon.requests import RequestError
+from edged.voice import PiperVoice
 from edged.wyoming.gate import ClientGate
 from tests.harness.daemon import DaemonProc, peak_rss_mb, wait_log
 from tests.harness.ports import free_port
 from tests.harness.watcher import Watcher
-from tests.harness.wyoming_server import read_until
+from tests.harness.wyoming_server import Served, read_until, serve
 
 _TIMEOUT_S = 30.0
 
@@ -212,3 +215,58 @@ def test_allowed_clients_must_be_addresses_or_networks(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="must not be empty"):
         parse_config({"wyoming": {"allowed_clients": []}}, tmp_path)
     assert parse_config({}, tmp_path).wyoming.allowed_clients == ("127.0.0.0/8", "::1/128")
+
+
+# -- 4. one text rule -----------------------------------------------------------------------------
+
+@pytest.fixture
+def served(tmp_path: Path, tiny_voice_path: Path) -> Iterator[Served]:
+    s = serve(tmp_path, PiperVoice.load(tiny_voice_path))
+    yield s
+    s.stop()
+
+
+_REFUSED_CHARACTERS = [("CR", "\r", "the control character U+000D"),
+                       ("C1 NEL", "\u0085", "the control character U+0085"),
+                       ("C1 CSI", "\u009b", "the control character U+009B"),
+                       ("lone surrogate", "\ud800", "an unpaired surrogate U+D800")]
+_START, _STOP = frame("synthesize-start"), frame("synthesize-stop")
+_WAYS = [("synthesize", lambda t: frame("synthesize", {"text": t})),
+         ("synthesize-chunk", lambda t: _START + frame("synthesize-chunk", {"text": "Hello. "})
+          + frame("synthesize-chunk", {"text": t}) + _STOP),
+         ("voice name", lambda t: frame("synthesize", {"text": "Hi.", "voice": {"name": t}})),
+         ("speaker", lambda t: frame("synthesize", {"text": "Hi.", "voice": {"speaker": t}})),
+         ("ping text", lambda t: frame("ping", {"text": t}))]
+
+
+@pytest.mark.parametrize(("way", "send"), _WAYS, ids=[w[0] for w in _WAYS])
+def test_wyoming_refuses_what_mqtt_and_http_refuse_by_the_one_text_rule(
+        served: Served, way: str, send: Callable[[str], bytes]) -> None:
+    """CR, C1 controls and a lone surrogate (a raw JSON escape, as only a hostile client sends
+    it) in a `synthesize`, a streamed `synthesize-chunk`, a voice's name or speaker, or a
+    ping's text: an `error` event (`bad-request`) naming the character by the rule of
+    daemon/fields.py, the one MQTT and HTTP use, and the connection closed. The texts were
+    refused already by the one request policy (issue 24, before this work); the names were
+    not: a lone surrogate in a ping's text was echoed into a pong that could not be encoded
+    (a traceback in the log, the connection dropped unanswered)."""
+    async def ask(raw: bytes) -> list[Event]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+        writer.write(raw)
+        await writer.drain()
+        events = []
+        while (event := await async_read_event(reader)) is not None:
+            events.append(event)
+        writer.close()
+        return events
+
+    for name, character, named in _REFUSED_CHARACTERS:
+        text = f"Beware{character}here"
+        events = served.run(ask(send(text)))
+        errors = [e for e in events if e.type == "error"]
+        assert errors, f"{way} with {name}: no error, got {[e.type for e in events]}"
+        assert errors[-1].data["code"] == "bad-request"
+        with pytest.raises(RequestError) as rule:  # the one rule's own words
+            fields.check_text(text, 100)
+        said = str(rule.value).split(" contains ", 1)[1]
+        assert said == f"{named} at position 6"
+        assert errors[-1].data["text"].endswith(f" contains {said}"), errors[-1].data
