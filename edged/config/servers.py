@@ -90,7 +90,9 @@ class WyomingConfig:
     """Longest text of one `synthesize`, or of one streamed response in total. Sentences are
     synthesized one at a time, so memory does not grow with it."""
     idle_timeout_s: float = opt(60.0, min=1.0, max=3600.0)
-    """A connection that sends nothing for this long while nothing is being spoken is closed."""
+    """A connection that sends nothing for this long while nothing is being spoken is closed,
+    an open stream included (its client gets an `error` `timeout`); a client that reads none of
+    its audio for this long is dropped."""
     priority: Literal["high", "normal", "low"] = "high"
     """Rank of Wyoming synthesis at the scheduler; a critical MQTT announcement always goes
     first (it waits for at most one decoder window of Wyoming work)."""
