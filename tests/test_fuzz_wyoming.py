@@ -82,7 +82,7 @@ async def run_case(port: int, case: Case) -> str:
         if case.ending == "half-close":
             writer.write_eof()
         raw = await reader.read(-1)  # until the daemon ends the connection
-    except (ConnectionResetError, BrokenPipeError):
+    except OSError:  # reset, broken pipe, not connected (at write_eof)
         return ""  # the daemon dropped a client that could not be followed: allowed
     finally:
         writer.transport.abort()
@@ -155,10 +155,10 @@ def fuzz(make_daemon: Callable[..., DaemonProc], watcher: Watcher, count: int) -
     print(f"{count} cases: {dict(sorted(kinds.items()))}")
     assert problems == [], f"seed {seed}: {len(problems)} problems: {problems[:10]}"
     assert daemon.alive(), f"seed {seed}: the daemon died:\n{daemon.log_text()[-3000:]}"
-    assert _synthesize(port) == ["audio-start", "audio-chunk", "audio-stop"], f"seed {seed}"
     after = _settled(pid, fds, threads)
     print(f"descriptors {fds} -> {after[0]}, threads {threads} -> {after[1]}")
     assert after[0] <= fds and after[1] <= threads, f"seed {seed}: {after} > {(fds, threads)}"
+    assert _synthesize(port) == ["audio-start", "audio-chunk", "audio-stop"], f"seed {seed}"
     log = daemon.log_text()
     bad = [line for line in log.splitlines() if any(b in line for b in _BAD_LOG)]
     assert bad == [], f"seed {seed}: {bad[:5]}\n{log[-4000:]}"
@@ -170,6 +170,7 @@ def test_wyoming_fuzz_few_hundred(make_daemon: Callable[..., DaemonProc],
 
 
 @pytest.mark.long
+@pytest.mark.timeout(1800)
 def test_wyoming_fuzz_ten_thousand(make_daemon: Callable[..., DaemonProc],
                                    watcher: Watcher) -> None:
     fuzz(make_daemon, watcher, 10_000)

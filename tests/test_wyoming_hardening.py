@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import socket
+import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ from edged.daemon.requests import RequestError
 from edged.voice import PiperVoice
 from edged.wyoming.gate import ClientGate
 from tests.harness.daemon import DaemonProc, peak_rss_mb, wait_log
+from tests.harness.internals import wait_connections
 from tests.harness.ports import free_port
 from tests.harness.watcher import Watcher
 from tests.harness.wyoming_server import Served, read_until, serve
@@ -270,3 +274,37 @@ def test_wyoming_refuses_what_mqtt_and_http_refuse_by_the_one_text_rule(
         said = str(rule.value).split(" contains ", 1)[1]
         assert said == f"{named} at position 6"
         assert errors[-1].data["text"].endswith(f" contains {said}"), errors[-1].data
+
+
+# -- 5. found by the fuzz suite -------------------------------------------------------------------
+
+_LONG_ANSWER = " ".join(f"This is sentence {n} of a long answer." for n in range(12))
+
+
+def test_clients_that_hang_up_as_their_answer_starts_leave_no_synthesis_slot(
+        served: Served) -> None:
+    """200 clients each ask for a text and hang up (a reset) at once or within a few ms, so that
+    some leave just as the answer's audio-start goes out. Every synthesis stream is closed: the
+    slots (wyoming.max_connections of them at the scheduler) are all free again and a new
+    client is served. Before, a client gone while audio-start was being written left its
+    stream open for good (test_fuzz_wyoming, seed 1380530354: after 10,000 cases every slot was
+    held by no connection and every request was refused `busy`)."""
+    rng = random.Random(7)
+
+    def hang_up(delay_ms: float) -> None:
+        with socket.create_connection(("127.0.0.1", served.port)) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.sendall(frame("synthesize", {"text": _LONG_ANSWER}))
+            time.sleep(delay_ms / 1000)  # spreads the hang-ups over the answer's start
+
+    for _ in range(200):
+        hang_up(rng.choice([0.0, 0.0, rng.uniform(0, 3), rng.uniform(0, 10)]))
+    assert wait_connections(served.server, 0, _TIMEOUT_S)
+    assert served.speech.scheduler.open_streams()["wyoming"] == 0
+
+    async def still_serving() -> list[str]:
+        async with served.client() as client:
+            await client.write_event(Synthesize(text="Still here.").event())
+            return (await read_until(client, "audio-stop")).types
+
+    assert served.run(still_serving()) == ["audio-start", "audio-chunk", "audio-stop"]

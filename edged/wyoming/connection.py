@@ -59,7 +59,7 @@ from ..daemon.policy import WYOMING_CODE, RequestPolicy
 from ..daemon.policy import Refused as PolicyRefused
 from ..daemon.requests import SpeechRequest
 from ..net import chunks, open_speech
-from ..synthesis import Busy, SchedulerStopped, Speech
+from ..synthesis import Busy, SchedulerStopped, Speech, SpeechStream
 from ..synthesis.sources import WYOMING
 from ..voice import VoiceError
 from ..voice.catalog.listing import VoiceListing
@@ -278,6 +278,16 @@ class Connection:
         request = SpeechRequest(text, response.voice, response.speaker,
                                 priority=ctx.priority, language=response.language)
         stream = await open_speech(ctx.speech, ctx.policy, request, source=WYOMING)
+        try:
+            await self._audio(response, stream, pause)
+        finally:
+            # Whatever ends the answer (the client gone while audio-start or a chunk is
+            # written, a cancel), the stream gives its scheduler slot back now: an async
+            # generator left by an exception is only closed when the garbage collector gets to
+            # it (fuzzing found every slot held by no connection, all requests refused busy).
+            stream.close()
+
+    async def _audio(self, response: _Response, stream: SpeechStream, pause: bool) -> None:
         rate = stream.utterance.rate_hz
         response.cached = response.cached and stream.cached
         if not response.started:
@@ -287,14 +297,15 @@ class Connection:
             silence = rate * stream.utterance.voice.sentence_pause_ms // 1000
             await self._send(AudioChunk(rate=rate, width=2, channels=1,
                                         audio=bytes(2 * silence)).event())
-        async for chunk in chunks(stream):
-            if response.first_audio is None:
-                response.first_audio = time.monotonic()
-            samples = chunk.samples.astype("<i2", copy=False)
-            for at in range(0, len(samples), SAMPLES_PER_EVENT):
-                part = np.ascontiguousarray(samples[at:at + SAMPLES_PER_EVENT])
-                await self._send(AudioChunk(rate=rate, width=2, channels=1,
-                                            audio=part.tobytes()).event())
+        async with contextlib.aclosing(chunks(stream)) as audio:
+            async for chunk in audio:
+                if response.first_audio is None:
+                    response.first_audio = time.monotonic()
+                samples = chunk.samples.astype("<i2", copy=False)
+                for at in range(0, len(samples), SAMPLES_PER_EVENT):
+                    part = np.ascontiguousarray(samples[at:at + SAMPLES_PER_EVENT])
+                    await self._send(AudioChunk(rate=rate, width=2, channels=1,
+                                                audio=part.tobytes()).event())
 
     async def _end(self, response: _Response) -> None:
         if response.started:
