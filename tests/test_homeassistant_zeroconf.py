@@ -79,7 +79,8 @@ def test_home_assistant_discovers_edged_by_zeroconf(
         daemon = DaemonProc(tmp_path / "edged", free_port(), f"edged/zc-{uuid.uuid4().hex[:6]}",
                             default_voice_path, device_id="hallway",
                             homeassistant={"discovery": False},
-                            wyoming={"enabled": True, "host": _EDGED_ADDRESS, "port": 10300})
+                            wyoming={"enabled": True, "host": _EDGED_ADDRESS, "port": 10300,
+                                     "allowed_clients": [_HA_ADDRESS]})
         daemon.launcher = ["ip", "netns", "exec", edged_ns]
         try:
             install.start("--zeroconf")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,8 +74,12 @@ class WyomingConfig:
     enabled: bool = False
     host: str = "127.0.0.1"
     """Address to listen on; 0.0.0.0 for a Home Assistant on another machine (a conscious
-    choice: the protocol has no authentication)."""
+    choice: the protocol has no authentication; list its address in allowed_clients too)."""
     port: int = opt(10200, min=1, max=65535)
+    allowed_clients: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
+    """Client addresses served (CIDRs or single addresses); any other connection is closed at
+    once, unanswered. The protocol has no authentication: this list is its only gate.
+    Default: loopback only, so a Home Assistant on another machine needs its address here."""
     zeroconf: bool = True
     """Advertise `_wyoming._tcp` over mDNS so Home Assistant discovers the server, only when
     it listens beyond loopback."""
@@ -85,7 +90,21 @@ class WyomingConfig:
     """Longest text of one `synthesize`, or of one streamed response in total. Sentences are
     synthesized one at a time, so memory does not grow with it."""
     idle_timeout_s: float = opt(60.0, min=1.0, max=3600.0)
-    """A connection that sends nothing for this long while nothing is being spoken is closed."""
+    """A connection that sends nothing for this long while nothing is being spoken is closed,
+    an open stream included (its client gets an `error` `timeout`); a client that reads none of
+    its audio for this long is dropped."""
     priority: Literal["high", "normal", "low"] = "high"
     """Rank of Wyoming synthesis at the scheduler; a critical MQTT announcement always goes
     first (it waits for at most one decoder window of Wyoming work)."""
+
+    def __post_init__(self) -> None:
+        if not self.allowed_clients:
+            raise ConfigError("wyoming.allowed_clients: must not be empty (to serve no one, "
+                              "set wyoming.enabled: false)")
+        for i, network in enumerate(self.allowed_clients):
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                raise ConfigError(f"wyoming.allowed_clients[{i}]: {network!r} is not an "
+                                  "address or a network (192.168.1.20, 192.168.1.0/24, "
+                                  "fd00::/8)") from None

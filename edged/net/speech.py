@@ -13,7 +13,7 @@ than a file read.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from ..audio import Audio
 from ..daemon.policy import RequestPolicy
@@ -43,7 +43,7 @@ async def open_speech(speech: Speech, policy: RequestPolicy, request: SpeechRequ
         raise
 
 
-async def chunks(stream: SpeechStream) -> AsyncIterator[Audio]:
+async def chunks(stream: SpeechStream) -> AsyncGenerator[Audio, None]:
     """The stream's chunks, each waited for on the executor; the stream is closed at the end,
     also when the consumer stops early or is cancelled."""
     try:

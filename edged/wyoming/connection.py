@@ -15,6 +15,14 @@
 Reading goes on while audio is made, so a client that leaves is noticed at once: its speech
 stream is closed, and the scheduler drops the work at its next decoder window.
 
+Bounded per connection (issue 28): a new response (`synthesize`, `synthesize-start`) is read
+only once the one before it is spoken (backpressure: a client pipelining requests fills the
+socket's buffers and waits), so what is held is one response's text (wyoming.max_chars), one
+event and the transport's buffers. Audio for a client that does not read waits in the
+transport's buffer for at most wyoming.idle_timeout_s, then the connection is dropped. A
+connection with nothing being spoken that sends nothing for wyoming.idle_timeout_s is closed,
+an open stream included (with an `error` `timeout`): silent clients cannot hold the slots.
+
 Errors: a frame that makes no sense gets an `error` event and the connection goes on. A request
 that cannot be served (unknown voice, text too long or with control characters, events out of
 order, refused by the request policy, synthesis failing) gets an `error` event (its code from
@@ -47,24 +55,23 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
-from ..daemon import fields
 from ..daemon.policy import WYOMING_CODE, RequestPolicy
 from ..daemon.policy import Refused as PolicyRefused
-from ..daemon.requests import RequestError, SpeechRequest
-from ..languages import LanguageError
-from ..languages.codes import language_code, locale_language
+from ..daemon.requests import SpeechRequest
 from ..net import chunks, open_speech
-from ..synthesis import Busy, SchedulerStopped, Speech
+from ..synthesis import Busy, SchedulerStopped, Speech, SpeechStream
 from ..synthesis.sources import WYOMING
 from ..voice import VoiceError
 from ..voice.catalog.listing import VoiceListing
+from . import request
 from .framing import Bounds, FrameError, read_event
+from .request import Refused
 from .text_stream import SentenceBuffer
 
 _LOGGER = logging.getLogger(__name__)
 SAMPLES_PER_EVENT: Final = 4096
 """Audio is sent in events of at most this many samples (~0.19 s at 22050 Hz)."""
-_MAX_NAME: Final = 64
+_MAX_NAME: Final = request.MAX_NAME
 FIRST_CLAUSE_WORDS: Final = 3
 """A streamed answer's first part may be a clause of at least this many words (text_stream.py)."""
 
@@ -84,12 +91,8 @@ class Context:
     """wyoming.priority: the protocol has no priority of its own (policy.py)."""
 
 
-class Refused(Exception):
-    """A request that cannot be served; the message is sent in the `error` event."""
-
-    def __init__(self, message: str, code: str) -> None:
-        super().__init__(message)
-        self.code = code
+class Stalled(ConnectionError):
+    """The client read nothing for wyoming.idle_timeout_s while we had something to send."""
 
 
 @dataclass
@@ -122,9 +125,13 @@ class Connection:
         self._stream: _Response | None = None
         self._buffer = SentenceBuffer(FIRST_CLAUSE_WORDS)
         self._stream_chars = 0
+        self._room = asyncio.Event()
+        """Set while no response is in work (or the speaker has ended): the next may open."""
+        self._room.set()
 
     async def serve(self) -> None:
         speaker = asyncio.create_task(self._speak(), name="edged-wyoming-speaker")
+        speaker.add_done_callback(lambda _task: self._room.set())
         try:
             await self._read()
         except (ConnectionError, OSError) as err:
@@ -133,8 +140,10 @@ class Connection:
             speaker.cancel()  # a client gone mid-stream: its speech stream is closed now
             await asyncio.gather(speaker, return_exceptions=True)
             self._writer.close()
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(self._writer.wait_closed(), 1.0)
+            except Exception:  # noqa: BLE001 - a client not reading: what is unsent is dropped
+                self._writer.transport.abort()
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -144,9 +153,9 @@ class Connection:
             try:
                 event = await read_event(self._reader, ctx.bounds, ctx.idle_timeout_s)
             except TimeoutError:
-                if self._pending or self._stream is not None:
-                    continue  # the client waits for audio or for its agent's next words
-                _LOGGER.info("Wyoming client idle for %g s: closing", ctx.idle_timeout_s)
+                if self._pending:
+                    continue  # the client waits for audio (a client not reading it: _send)
+                await self._idle()
                 return
             except FrameError as err:
                 await self._send(Error(text=str(err), code="bad-event").event())
@@ -162,14 +171,32 @@ class Connection:
                 await self._send(Error(text=str(err), code=err.code).event())
                 return
 
+    async def _idle(self) -> None:
+        """Nothing arrived for wyoming.idle_timeout_s and nothing is being spoken: a silent
+        connection, or a stream whose next words never came, holds a connection slot."""
+        timeout = self._ctx.idle_timeout_s
+        if self._stream is None:
+            _LOGGER.info("Wyoming client idle for %g s: closing", timeout)
+            return
+        _LOGGER.info("Wyoming stream silent for %g s: closing", timeout)
+        await self._send(Error(text=f"no synthesize-chunk or synthesize-stop for {timeout:g} s "
+                                    "(wyoming.idle_timeout_s)", code="timeout").event())
+
+    async def _wait_for_room(self) -> bool:
+        """Backpressure: a new response opens only once the one before it is spoken, so a
+        client pipelining requests is not read ahead of its answers (the socket's buffers
+        fill, and the client waits). False when the connection ended meanwhile."""
+        await self._room.wait()
+        return not self._writer.is_closing()
+
     async def _handle(self, event: Event) -> None:
         kind = event.type
         if Describe.is_type(kind):
             await self._send(self._ctx.info)
         elif Ping.is_type(kind):
-            await self._send(Pong(text=_optional_text(event.data, "text")).event())
+            await self._send(Pong(text=request.optional_text(event.data, "text")).event())
         elif Synthesize.is_type(kind):
-            if self._stream is None:  # else the copy for servers that cannot stream
+            if self._stream is None and await self._wait_for_room():  # else HA's copy in a stream
                 response = self._open(event.data, streaming=False)
                 text = self._text(event.data, self._ctx.max_chars)
                 if not text.strip():
@@ -179,6 +206,8 @@ class Connection:
         elif SynthesizeStart.is_type(kind):
             if self._stream is not None:
                 raise Refused("synthesize-start while a streamed request is open", "order")
+            if not await self._wait_for_room():
+                return
             self._stream = self._open(event.data, streaming=True)
             self._buffer, self._stream_chars = SentenceBuffer(FIRST_CLAUSE_WORDS), 0
         elif SynthesizeChunk.is_type(kind):
@@ -203,57 +232,15 @@ class Connection:
         return self._stream
 
     def _open(self, data: dict[str, Any], *, streaming: bool) -> _Response:
-        voice, speaker, language = self._voice(data.get("voice"))
+        voice, speaker, language = request.voice(data.get("voice"), self._ctx.voices)
         return _Response(voice, speaker, streaming, time.monotonic(), language)
 
-    def _voice(self, value: object) -> tuple[str | None, str | None, str | None]:
-        """(voice, speaker, language) a request asks for: a voice by name, or by language (a
-        listed voice of exactly that tag, else the language's own voice chain, as MQTT routes
-        it); no voice: the device's."""
-        if value is None:
-            return None, None, None
-        if not isinstance(value, dict):
-            raise Refused("voice must be an object", "bad-request")
-        name = _optional_text(value, "name")
-        language = _optional_text(value, "language")
-        speaker = value.get("speaker")
-        if speaker is not None and not (isinstance(speaker, str) and len(speaker) <= _MAX_NAME):
-            raise Refused("voice.speaker must be a name of at most 64 characters",
-                               "bad-request")
-        listed = [v.name for v in self._ctx.voices]
-        if name is not None:
-            if name not in listed:
-                raise Refused(f"unknown voice {name[:_MAX_NAME]!r}; voices here: "
-                                   f"{', '.join(listed)}", "voice")
-            return name, speaker, None
-        if language is not None:
-            for listing in self._ctx.voices:
-                if listing.language == language:
-                    return listing.name, speaker, None
-            try:
-                return None, speaker, language_code(locale_language(language))
-            except LanguageError:
-                raise Refused(f"no voice for language {language[:_MAX_NAME]!r}",
-                                   "voice") from None
-        return None, speaker, None
-
     def _text(self, data: dict[str, Any], room: int) -> str:
-        """A text or a streamed part of one: what is left of wyoming.max_chars, and the one
-        text rule of every intake (fields.py) for the characters."""
-        text = data.get("text")
-        if not isinstance(text, str):
-            raise Refused("text must be a string", "bad-request")
-        if len(text) > room:
-            raise Refused(f"text is longer than wyoming.max_chars "
-                          f"({self._ctx.max_chars} characters per request)", "too-long")
-        try:
-            return fields.check_text(text, room, empty_ok=True)
-        except RequestError as err:
-            raise Refused(str(err), WYOMING_CODE["too_large" if err.too_large else "invalid"]
-                          ) from None
+        return request.text(data, room, self._ctx.max_chars)
 
     def _queue(self, response: _Response, text: str | None, pause: bool = True) -> None:
         self._pending += 1
+        self._room.clear()
         self._jobs.put_nowait((response, text, pause))
 
     def _queue_part(self, stream: _Response, text: str) -> None:
@@ -283,12 +270,24 @@ class Connection:
                 return
             finally:
                 self._pending -= 1
+                if not self._pending:
+                    self._room.set()
 
     async def _say(self, response: _Response, text: str, pause: bool = True) -> None:
         ctx = self._ctx
         request = SpeechRequest(text, response.voice, response.speaker,
                                 priority=ctx.priority, language=response.language)
         stream = await open_speech(ctx.speech, ctx.policy, request, source=WYOMING)
+        try:
+            await self._audio(response, stream, pause)
+        finally:
+            # Whatever ends the answer (the client gone while audio-start or a chunk is
+            # written, a cancel), the stream gives its scheduler slot back now: an async
+            # generator left by an exception is only closed when the garbage collector gets to
+            # it (fuzzing found every slot held by no connection, all requests refused busy).
+            stream.close()
+
+    async def _audio(self, response: _Response, stream: SpeechStream, pause: bool) -> None:
         rate = stream.utterance.rate_hz
         response.cached = response.cached and stream.cached
         if not response.started:
@@ -298,14 +297,15 @@ class Connection:
             silence = rate * stream.utterance.voice.sentence_pause_ms // 1000
             await self._send(AudioChunk(rate=rate, width=2, channels=1,
                                         audio=bytes(2 * silence)).event())
-        async for chunk in chunks(stream):
-            if response.first_audio is None:
-                response.first_audio = time.monotonic()
-            samples = chunk.samples.astype("<i2", copy=False)
-            for at in range(0, len(samples), SAMPLES_PER_EVENT):
-                part = np.ascontiguousarray(samples[at:at + SAMPLES_PER_EVENT])
-                await self._send(AudioChunk(rate=rate, width=2, channels=1,
-                                            audio=part.tobytes()).event())
+        async with contextlib.aclosing(chunks(stream)) as audio:
+            async for chunk in audio:
+                if response.first_audio is None:
+                    response.first_audio = time.monotonic()
+                samples = chunk.samples.astype("<i2", copy=False)
+                for at in range(0, len(samples), SAMPLES_PER_EVENT):
+                    part = np.ascontiguousarray(samples[at:at + SAMPLES_PER_EVENT])
+                    await self._send(AudioChunk(rate=rate, width=2, channels=1,
+                                                audio=part.tobytes()).event())
 
     async def _end(self, response: _Response) -> None:
         if response.started:
@@ -325,7 +325,17 @@ class Connection:
         self._writer.close()  # the reader sees the end of the stream and the connection ends
 
     async def _send(self, event: Event) -> None:
-        await async_write_event(event, self._writer)
+        """Bounded: what waits for a client that does not read is the transport's buffer (its
+        high-water mark, then `drain` waits), for at most wyoming.idle_timeout_s; then Stalled
+        and the connection is dropped with what it had not read."""
+        timeout = self._ctx.idle_timeout_s
+        try:
+            async with asyncio.timeout(timeout):
+                await async_write_event(event, self._writer)
+        except TimeoutError:
+            _LOGGER.info("Wyoming client read nothing for %g s: closing", timeout)
+            self._writer.transport.abort()
+            raise Stalled(f"the client read nothing for {timeout:g} s") from None
 
 
 def _code(err: Exception) -> str:
@@ -334,13 +344,3 @@ def _code(err: Exception) -> str:
     if isinstance(err, PolicyRefused):
         return WYOMING_CODE[err.problem]
     return "busy" if isinstance(err, Busy) else type(err).__name__.lower()
-
-
-def _optional_text(data: dict[str, Any], key: str) -> str | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or len(value) > _MAX_NAME:
-        raise Refused(f"{key} must be a string of at most {_MAX_NAME} characters",
-                           "bad-request")
-    return value

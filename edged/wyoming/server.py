@@ -2,7 +2,9 @@
 
     WyomingServer.start()  listen on wyoming.host:wyoming.port (loopback by default), then
                            advertise over zeroconf in the background when listening beyond it
-    a client connects      at most wyoming.max_connections at once: one more gets an `error`
+    a client connects      from an address outside wyoming.allowed_clients: closed at once,
+                           unanswered (gate.py: the protocol has no authentication); else at
+                           most wyoming.max_connections at once: one more gets an `error`
                            event and is closed; each connection is a `Connection`
     WyomingServer.stop()   stop listening, end every connection (their speech streams close),
                            withdraw the zeroconf record
@@ -31,6 +33,7 @@ from ..voice.catalog.listing import VoiceListing
 from .advertise import Advertiser, addresses_to_advertise
 from .connection import Connection, Context
 from .framing import Bounds
+from .gate import ClientGate, RefusalLog, peer_text
 from .info import build_info
 
 _LOGGER = logging.getLogger(__name__)
@@ -58,6 +61,8 @@ class WyomingServer:
         self._advertiser: Advertiser | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._count = threading.Condition()
+        self._gate = ClientGate(self._config.allowed_clients)
+        self._strangers, self._crowd = RefusalLog(), RefusalLog()
         self._active = 0
         self.port = self._config.port
 
@@ -74,10 +79,15 @@ class WyomingServer:
         except OSError as err:
             raise WyomingError(f"wyoming.port: cannot listen on {host}:{port}: "
                                f"{err.strerror or err}") from None
-        _LOGGER.info("Wyoming server on tcp://%s:%d (%d voice(s), at most %d connections)", host,
-                     port, len(self._context.voices), self._config.max_connections)
+        _LOGGER.info("Wyoming server on tcp://%s:%d (%d voice(s), at most %d connections, "
+                     "clients from %s)", host, port, len(self._context.voices),
+                     self._config.max_connections, ", ".join(self._config.allowed_clients))
+        addresses = addresses_to_advertise(host)
+        if self._gate.loopback_only and addresses:
+            _LOGGER.warning("Wyoming: wyoming.host is %s but wyoming.allowed_clients admits "
+                            "loopback only: a Home Assistant on another machine will be refused "
+                            "(list its address there)", host)
         if self._config.zeroconf:
-            addresses = addresses_to_advertise(host)
             if addresses:
                 self._advertiser = Advertiser(self._device_id, port, addresses)
                 spawn(self._advertiser.start())  # mDNS probing takes seconds: not before READY
@@ -95,6 +105,13 @@ class WyomingServer:
             await self._advertiser.stop()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        if self._gate.admits(peer) is None:
+            self._strangers.refused("Wyoming: refused a connection from %s: not in "
+                                    "wyoming.allowed_clients (%s)", peer_text(peer),
+                                    ", ".join(self._config.allowed_clients))
+            writer.transport.abort()  # at once: nothing is said to a stranger
+            return
         with self._count:
             full = self._active >= self._config.max_connections
             if not full:
@@ -115,8 +132,8 @@ class WyomingServer:
 
     async def _refuse(self, writer: asyncio.StreamWriter) -> None:
         limit = self._config.max_connections
-        _LOGGER.warning("Wyoming: refused a connection: %d clients already connected "
-                        "(wyoming.max_connections)", limit)
+        self._crowd.refused("Wyoming: refused a connection: %d clients already connected "
+                            "(wyoming.max_connections)", limit)
         with contextlib.suppress(TimeoutError, ConnectionError, OSError):
             await asyncio.wait_for(async_write_event(Error(
                 text=f"busy: {limit} clients are already connected (wyoming.max_connections)",
