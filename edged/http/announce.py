@@ -37,8 +37,9 @@ _STATUS: Final = {"invalid": 400, "too_large": 413, "unavailable": 503}
 
 
 class Announcements:
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: Daemon, max_streams: int) -> None:
         self._daemon = daemon
+        self._max_streams = max_streams
         self.streams: set[asyncio.Task[object]] = set()
         """Running event streams, ended by the server when it stops."""
 
@@ -65,6 +66,9 @@ class Announcements:
         return web.json_response(state.to_json())
 
     async def events(self, request: web.Request) -> web.StreamResponse:
+        if len(self.streams) >= self._max_streams:
+            raise HttpError(503, f"too many event streams: {self._max_streams} are open "
+                            "(http.max_event_streams)", {"Retry-After": "5"})
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
         listener = self._daemon.fanout.listen(lambda: loop.call_soon_threadsafe(wake.set),
