@@ -6,7 +6,11 @@ before the issue's work."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +22,7 @@ from tests.harness.raw_http import RawResponse, exchange, parse_all, request
 from tests.harness.watcher import Watcher
 
 KEY = "s3cret-key-for-tests"
+_TIMEOUT_S = 30.0
 
 
 @pytest.fixture
@@ -108,3 +113,81 @@ def test_the_page_may_not_be_framed_by_another_site(keyed: tuple[DaemonProc, int
 def _alive_request(port: int) -> None:
     answer = request(port, "GET", "/healthz")
     assert answer.status == 200 and json.loads(answer.body) == {"status": "alive"}
+
+
+_FD_LIMIT = 256
+
+
+def _flood_connections(port: int, events: int, plain: int) -> list[socket.socket]:
+    """`events` clients asking for /api/events and `plain` that connect and say nothing; all
+    kept open (the caller closes them)."""
+    held = []
+    ask = f"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    failed = 0
+    for n in range(events + plain):
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+        except OSError:  # the backlog is full: a refused connect is an answer too
+            failed += 1
+            if failed >= 3:
+                break
+            continue
+        sock.settimeout(_TIMEOUT_S)
+        held.append(sock)
+        if n < events:
+            with contextlib.suppress(OSError):
+                sock.sendall(ask)
+    return held
+
+
+def test_a_connection_flood_leaves_descriptors_for_the_broker_and_the_cache(
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher) -> None:
+    """The daemon under a descriptor limit of 256, flooded with 300 event-stream clients and
+    100 silent connections: those beyond http.max_event_streams get 503 with a reason, those
+    beyond http.max_connections 503 (or wait in the backlog); a cached and a critical MQTT
+    request still end `finished`, the phrase cache is not degraded, the log has no traceback
+    and stays small. Before, the flood took every descriptor: asyncio logged a traceback per
+    failed accept, requests were acknowledged and dropped, the cache degraded until restart."""
+    port = free_port()
+    d = make_daemon(http={"enabled": True, "port": port})
+    d.launcher = [shutil.which("prlimit") or "prlimit", f"--nofile={_FD_LIMIT}:{_FD_LIMIT}", "--"]
+    d.start(watcher)
+    wait_log(d, "HTTP: listening")
+    watcher.say({"text": "Cached before the flood.", "id": "warm"})
+    assert watcher.final("warm", _TIMEOUT_S)["event"] == "finished"
+    held = _flood_connections(port, 300, 100)
+    try:
+        for rid, body in (("cached", {"text": "Cached before the flood."}),
+                          ("alarm", {"text": "Fire in the kitchen.", "priority": "critical"})):
+            watcher.say({**body, "id": rid})
+            assert watcher.final(rid, _TIMEOUT_S)["event"] == "finished", rid
+        statuses = [_first_status(sock) for sock in held[:300]]
+        assert statuses.count(200) <= 8, statuses  # http.max_event_streams
+        assert statuses.count(503) >= 250, statuses
+        answer = request(port, "GET", "/api/state")
+        assert answer.status in (200, 503), answer
+    finally:
+        for sock in held:
+            sock.close()
+    assert d.proc is not None and d.alive()
+    assert len(os.listdir(f"/proc/{d.proc.pid}/fd")) < _FD_LIMIT
+    _alive_request(port)
+    topic = f"{watcher.prefix}/state"
+    state = watcher.wait(lambda m: m.topic == topic, _TIMEOUT_S, watcher.mark() - 1).json()
+    assert not state["cache"]["degraded"], state["cache"]
+    log = d.log_text()
+    assert "Traceback" not in log, log[-3000:]
+    assert len(log) < 100_000, len(log)
+
+
+def _first_status(sock: socket.socket) -> int:
+    """The status of the first answer on `sock` (0: closed without one)."""
+    data = b""
+    with contextlib.suppress(OSError):
+        while b"\r\n" not in data:
+            part = sock.recv(4096)
+            if not part:
+                break
+            data += part
+    head = data.split(b"\r\n", 1)[0].split()
+    return int(head[1]) if len(head) > 1 and head[1].isdigit() else 0

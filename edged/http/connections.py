@@ -5,7 +5,7 @@
              │                                          http.header_timeout_s, else 408 and
              │                                          closed; idle between requests at most
              │                                          http.idle_timeout_s
-             └► else `Refusal`: 503 with a JSON reason, closed (at most _REFUSING at once;
+             └► else `Refusal`: 503 with a JSON reason, closed (at most REFUSING at once;
                                 beyond that closed at once, so a flood cannot hold descriptors)
 
 A request aiohttp cannot parse is one warning line and a JSON 400 (its own handler logs an
@@ -26,9 +26,9 @@ from typing import Any, Final
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from ..net.descriptors import REFUSING
+
 _LOGGER = logging.getLogger(__name__)
-_REFUSING: Final = 16
-"""Refused connections kept open at once until their 503 is flushed."""
 _REFUSAL_LINGER_S: Final = 1.0
 """How long a refused connection may stay to read its 503."""
 
@@ -101,7 +101,7 @@ class Refusal(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self._gate.refusing += 1
         transport.write(self._gate.refusal)
-        if self._gate.refusing > _REFUSING:
+        if self._gate.refusing > REFUSING:
             transport.abort()
             return
         transport.write_eof()

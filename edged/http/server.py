@@ -29,6 +29,7 @@ from ..config import Config
 from ..daemon.core import Daemon
 from ..daemon.policy import RequestPolicy
 from ..daemon.requests import Rules
+from ..net.descriptors import ACCEPT_BURST
 from ..net.listen import url_of
 from ..synthesis import Speech
 from ..synthesis.sources import HTTP
@@ -81,8 +82,8 @@ class HttpServer:
         assert self._runner.server is not None
         self._gate = gate(self._runner.server, Bounds(
             self._max_connections, self._config.header_timeout_s, self._config.idle_timeout_s))
-        self._listener = await asyncio.get_running_loop().create_server(self._gate,
-                                                                        sock=self._sock)
+        self._listener = await asyncio.get_running_loop().create_server(
+            self._gate, sock=self._sock, backlog=ACCEPT_BURST)
         _LOGGER.info("HTTP: listening on %s%s", self.url,
                      " (API key required)" if self._key else "")
 
