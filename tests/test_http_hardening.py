@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import socket
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -191,3 +192,71 @@ def _first_status(sock: socket.socket) -> int:
             data += part
     head = data.split(b"\r\n", 1)[0].split()
     return int(head[1]) if len(head) > 1 and head[1].isdigit() else 0
+
+
+def _recv_all(sock: socket.socket) -> bytes:
+    """Everything until the server closes (the socket's timeout is the generous limit)."""
+    data = b""
+    with contextlib.suppress(ConnectionResetError):
+        while part := sock.recv(65536):
+            data += part
+    return data
+
+
+def test_slow_headers_slow_bodies_and_idle_connections_are_closed(
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher) -> None:
+    """With small configured timeouts: headers that never end get 408 and the connection is
+    closed, so does a body that never comes whole; a kept-alive connection left idle is closed.
+    Before, each held its descriptor for as long as the client liked."""
+    port = free_port()
+    d = make_daemon(http={"enabled": True, "port": port, "header_timeout_s": 0.5,
+                          "body_timeout_s": 0.5, "idle_timeout_s": 0.5})
+    d.start(watcher)
+    wait_log(d, "HTTP: listening")
+    host = f"Host: 127.0.0.1:{port}\r\n".encode()
+    cases = [(b"GET /healthz HTTP/1.1\r\n" + host, 408, b"header_timeout_s"),
+             (b"POST /api/say HTTP/1.1\r\n" + host + b"Content-Length: 100\r\n\r\n{\"te", 408,
+              b"body_timeout_s"),
+             (b"GET /healthz HTTP/1.1\r\n" + host + b"\r\n", 200, b"alive")]
+    for sent, status, said in cases:
+        with socket.create_connection(("127.0.0.1", port), timeout=_TIMEOUT_S) as sock:
+            sock.sendall(sent)
+            answers = parse_all(_recv_all(sock))  # returns: the server closed the connection
+        assert [a.status for a in answers] == [status], (sent, answers)
+        assert said in answers[0].body, answers[0].body
+    log = d.log_text()
+    assert "Traceback" not in log, log[-3000:]
+
+
+def test_connections_and_event_streams_beyond_their_bounds_get_503_with_a_reason(
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher) -> None:
+    """http.max_event_streams 1: a second /api/events gets 503 naming the option; with
+    http.max_connections 4 taken, a fifth connection gets 503 naming it and is closed; once
+    they are gone a request is served again."""
+    port = free_port()
+    d = make_daemon(http={"enabled": True, "port": port, "max_connections": 4,
+                          "max_event_streams": 1})
+    d.start(watcher)
+    wait_log(d, "HTTP: listening")
+    ask = f"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    first = socket.create_connection(("127.0.0.1", port), timeout=_TIMEOUT_S)
+    held = [first]
+    try:
+        first.sendall(ask)
+        assert _first_status(first) == 200
+        second = request(port, "GET", "/api/events")
+        assert "http.max_event_streams" in _reason(second, 503)
+        held += [socket.create_connection(("127.0.0.1", port), timeout=_TIMEOUT_S)
+                 for _ in range(3)]
+        with socket.create_connection(("127.0.0.1", port), timeout=_TIMEOUT_S) as fifth:
+            (refused,) = parse_all(_recv_all(fifth))
+        assert "http.max_connections" in _reason(refused, 503)
+    finally:
+        for sock in held:
+            sock.close()
+    for _ in range(200):  # the daemon sees the closes a moment later (no event to await here)
+        answer = request(port, "GET", "/healthz")
+        if answer.status == 200:
+            break
+        time.sleep(0.05)
+    assert answer.status == 200, answer

@@ -59,6 +59,11 @@ class Connection(RequestHandler):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        # Until the first request's headers, this deadline rules (aiohttp's idle one, armed
+        # here too, would close silently); aiohttp re-arms its own after each response.
+        if self._keepalive_handle is not None:
+            self._keepalive_handle.cancel()
+            self._keepalive_handle = None
         self._header_timer = self._loop.call_later(self._header_timeout_s, self._headers_due)
 
     def connection_lost(self, exc: BaseException | None) -> None:
