@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final
 
-from aiohttp import web
+from aiohttp import HttpVersion10, HttpVersion11, web
 
 from ..config import Config
 from ..daemon.core import Daemon
@@ -48,6 +48,7 @@ _PAGE: Final = {"/": ("index.html", "text/html"), "/app.js": ("app.js", "text/ja
                 "/style.css": ("style.css", "text/css")}
 _PUBLIC: Final = frozenset([*_PAGE, "/healthz"])
 _LOOPBACK_NAMES: Final = ("localhost", "ip6-localhost")
+_VERSIONS: Final = (HttpVersion10, HttpVersion11)
 
 
 class HttpServer:
@@ -157,6 +158,8 @@ class HttpServer:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.version not in _VERSIONS:
+            raise HttpError(505, "only HTTP/1.0 and HTTP/1.1 are served here")
         host = _host_name(request.host or "")
         if self._loopback and not _is_loopback(host):
             raise HttpError(403, f"host {host[:60]!r} is not accepted: this server listens on "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +56,8 @@ def parse_all(raw: bytes) -> list[RawResponse]:
             raise ValueError(f"no end of headers in {raw[:200]!r}")
         lines = head.decode("latin-1").split("\r\n")
         version, status, *_reason = lines[0].split(" ", 2)
-        if not version.startswith("HTTP/1.") or not status.isdigit():
+        # aiohttp answers in the request's version (HTTP/0.9 too): any HTTP/<d>.<d>
+        if not re.fullmatch(r"HTTP/\d\.\d", version) or not re.fullmatch(r"\d{3}", status):
             raise ValueError(f"bad status line {lines[0]!r}")
         headers = {}
         for line in lines[1:]:
