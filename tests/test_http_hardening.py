@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -302,3 +303,35 @@ def test_six_concurrent_cached_batches_stay_in_bounded_memory(
     print(f"batch: {size / 2**20:.1f} MB each, {_BATCHES} at once; peak RSS grew {grown:.0f} MB")
     assert grown < total_mb / 4, (grown, total_mb)
     assert "Traceback" not in d.log_text()
+
+
+def test_a_descriptor_shortage_loses_no_acknowledged_request(
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher) -> None:
+    """The running daemon's descriptor limit lowered to what it has open (prlimit on its pid):
+    no file can be opened anywhere. A cached and an uncached critical MQTT request still end
+    `finished`, with no traceback; with the limit back, the cache is not degraded. Before, the
+    memory guard's read of /proc raised EMFILE in the MQTT handler: the request was
+    acknowledged and dropped; a cache write failing on EMFILE degraded the cache until
+    restart."""
+    d = make_daemon().start(watcher)
+    assert d.proc is not None
+    pid = d.proc.pid
+    watcher.say({"text": "Cached before the shortage.", "id": "warm"})
+    assert watcher.final("warm", _TIMEOUT_S)["event"] == "finished"
+    prlimit = shutil.which("prlimit") or "prlimit"
+    hard = int(Path(f"/proc/{pid}/limits").read_text().split("Max open files")[1].split()[1])
+    subprocess.run([prlimit, f"--pid={pid}", f"--nofile={len(os.listdir(f'/proc/{pid}/fd'))}:"
+                    f"{hard}"], check=True)
+    try:
+        for rid, body in (("cached", {"text": "Cached before the shortage."}),
+                          ("alarm", {"text": "Smoke in the hall.", "priority": "critical"})):
+            watcher.say({**body, "id": rid})
+            assert watcher.final(rid, _TIMEOUT_S)["event"] == "finished", rid
+    finally:
+        subprocess.run([prlimit, f"--pid={pid}", f"--nofile={hard}:{hard}"], check=True)
+    watcher.say({"text": "After the shortage.", "id": "after"})
+    assert watcher.final("after", _TIMEOUT_S)["event"] == "finished"
+    topic = f"{watcher.prefix}/state"
+    state = watcher.wait(lambda m: m.topic == topic, _TIMEOUT_S, watcher.mark() - 1).json()
+    assert not state["cache"]["degraded"], state["cache"]
+    assert "Traceback" not in d.log_text(), d.log_text()[-3000:]
