@@ -1,7 +1,8 @@
 """HTTP fuzz on the real daemon (issue 28): hostile inputs (tests/harness/fuzz_http.py) on raw
 sockets, many at once, against `edged run` with HTTP on loopback and small timeouts.
 
-Afterwards: the daemon is alive, its log has no traceback and no ERROR, every answer was
+Afterwards: the daemon is alive, its log has no traceback and no ERROR and stays small
+(malformed requests are logged at most 10 per 10 s), every answer was
 well-formed HTTP (a 4xx/5xx with a JSON `{"error": ...}` reason), the daemon's descriptors and
 threads are back where they were, and a normal request is still served. Seeded: the seed is
 printed, and EDGED_FUZZ_SEED makes a run again.
@@ -92,6 +93,7 @@ def _fuzz(make_daemon: Callable[..., DaemonProc], watcher: Watcher, count: int) 
     assert d.alive(), f"seed {seed}: the daemon died"
     log = d.log_text()
     assert "Traceback" not in log and " ERROR " not in log, f"seed {seed}: {log[-3000:]}"
+    assert len(log) < 50_000 + 100 * count, f"seed {seed}: {len(log)} bytes of log"
     assert _settle(pid, lambda: open_fds(pid) <= fds), (seed, open_fds(pid), fds)
     assert _settle(pid, lambda: threads(pid) <= thread_count), (seed, threads(pid), thread_count)
     answer = request(port, "GET", "/api/tts?text=Still+here.")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -45,6 +46,30 @@ def raw_json(status: int, reason: str, message: str) -> bytes:
     body = json.dumps({"error": message}).encode()
     return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json; charset=utf-8\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
+
+
+class _Budget:
+    """At most `lines` log lines per `per_s`: a flood of garbage is not a flood of log."""
+
+    def __init__(self, lines: int, per_s: float) -> None:
+        self._lines, self._per_s = lines, per_s
+        self._since = -per_s
+        self._used = self._held = 0
+
+    def take(self) -> int | None:
+        """None: do not log; else log, saying how many were held back before."""
+        now = time.monotonic()
+        if now - self._since >= self._per_s:
+            self._since, self._used = now, 0
+        if self._used >= self._lines:
+            self._held += 1
+            return None
+        self._used += 1
+        held, self._held = self._held, 0
+        return held
+
+
+_MALFORMED: Final = _Budget(10, 10.0)
 
 
 class Connection(RequestHandler):
@@ -85,8 +110,12 @@ class Connection(RequestHandler):
                      message: str | None = None) -> web.StreamResponse:
         """A request aiohttp could not parse (or a handler error past the error middleware):
         one warning line, a JSON answer, the connection closed."""
-        first = (str(message or exc or "") or "bad request").strip().splitlines()[0][:200]
-        _LOGGER.warning("HTTP: malformed request from %s: %s", request.remote, first)
+        first = ((str(message or exc or "").strip() or "bad request").splitlines() or [""])[0]
+        first = first[:200]
+        held = _MALFORMED.take()
+        if held is not None:
+            _LOGGER.warning("HTTP: malformed request from %s: %s%s", request.remote, first,
+                            f" ({held} more not logged)" if held else "")
         if request.writer.output_size > 0:
             raise ConnectionError("a response was already under way")
         text = first if status < 500 else "internal error; see the daemon log"
