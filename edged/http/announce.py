@@ -28,7 +28,7 @@ from ..daemon.outcomes import SayOutcome
 from ..daemon.policy import Refused
 from ..daemon.requests import RequestError
 from ..net import run_blocking
-from .errors import HttpError, busy, refusal
+from .errors import HttpError, busy, error_response, refusal
 
 _SSE_BUFFER: Final = 256
 _KEEPALIVE_S: Final = 15.0
@@ -67,8 +67,10 @@ class Announcements:
 
     async def events(self, request: web.Request) -> web.StreamResponse:
         if len(self.streams) >= self._max_streams:
-            raise HttpError(503, f"too many event streams: {self._max_streams} are open "
-                            "(http.max_event_streams)", {"Retry-After": "5"})
+            refused = error_response(503, f"too many event streams: {self._max_streams} are "
+                                     "open (http.max_event_streams)", {"Retry-After": "5"})
+            refused.force_close()  # its connection is not kept for another try
+            return refused
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
         listener = self._daemon.fanout.listen(lambda: loop.call_soon_threadsafe(wake.set),
