@@ -339,3 +339,42 @@ def test_a_descriptor_shortage_loses_no_acknowledged_request(
     state = watcher.wait(lambda m: m.topic == topic, _TIMEOUT_S, watcher.mark() - 1).json()
     assert not state["cache"]["degraded"], state["cache"]
     assert "Traceback" not in d.log_text(), d.log_text()[-3000:]
+
+
+def _http_streams(port: int) -> int:
+    return int(request(port, "GET", "/api/state").json()["synthesis_streams"]["http"])
+
+
+def _until(pred: Callable[[], bool]) -> bool:
+    """Until `pred` holds (the daemon's stream count is read over HTTP: no event to await)."""
+    deadline = time.monotonic() + _TIMEOUT_S
+    while not pred():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_a_client_that_does_not_read_its_audio_is_cut_off(
+        make_daemon: Callable[..., DaemonProc], watcher: Watcher) -> None:
+    """A client asks for ~10 MB of speech and reads none of it: after http.write_timeout_s
+    (0.5 s here) without progress it is cut off and its synthesis slot is free again (the next
+    uncached request is served, not 429). Before, it held the slot for as long as it liked:
+    http.max_streams such clients shut HTTP speech out."""
+    port = free_port()
+    d = make_daemon(http={"enabled": True, "port": port, "write_timeout_s": 0.5,
+                          "max_streams": 1},
+                    limits={"max_chars": 20000, "memory_mb": 8000, "stop_timeout_s": 5})
+    d.start(watcher)
+    wait_log(d, "HTTP: listening")
+    body = json.dumps({"text": _BATCH_TEXT * 7, "speed": 0.5}).encode()
+    with socket.socket() as idle:
+        idle.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window: it fills
+        idle.connect(("127.0.0.1", port))
+        idle.sendall(b"POST /api/tts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/"
+                     b"json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        assert _until(lambda: _http_streams(port) == 1), "the stream never opened"
+        assert _until(lambda: _http_streams(port) == 0), "the reader that never reads kept it"
+        answer = request(port, "GET", "/api/tts?text=Next+in+line.")
+    assert answer.status == 200, answer.body[:200]
+    assert "Traceback" not in d.log_text()

@@ -46,6 +46,9 @@ class HttpConfig:
     closed."""
     body_timeout_s: float = opt(30.0, min=0.1, max=600.0)
     """A request's body must have come whole within this; else 408 and closed."""
+    write_timeout_s: float = opt(30.0, min=0.1, max=600.0)
+    """A client that does not read a part of its answer (audio, events) within this is cut
+    off, freeing its synthesis slot or event stream."""
     idle_timeout_s: float = opt(15.0, min=0.1, max=3600.0)
     """A kept-alive connection with no request under way is closed after this (a later
     request's headers must also come within it)."""

@@ -28,6 +28,7 @@ from ..daemon.outcomes import SayOutcome
 from ..daemon.policy import Refused
 from ..daemon.requests import RequestError
 from ..net import run_blocking
+from .connections import send
 from .errors import HttpError, busy, error_response, refusal
 
 _SSE_BUFFER: Final = 256
@@ -82,18 +83,18 @@ class Announcements:
                                                "Cache-Control": "no-store"})
         try:
             await response.prepare(request)
-            await response.write(b"retry: 2000\n: edged events\n\n")
+            await send(request, response, b"retry: 2000\n: edged events\n\n")
             while True:
                 try:
                     await asyncio.wait_for(wake.wait(), _KEEPALIVE_S)
                 except TimeoutError:
-                    await response.write(b": keep-alive\n\n")
+                    await send(request, response, b": keep-alive\n\n")
                     continue
                 wake.clear()
                 for event in listener.take():
-                    await response.write(_sse(event))
+                    await send(request, response, _sse(event))
                 if listener.overflowed:
-                    await response.write(b'event: overflow\ndata: {"error": "this client fell '
+                    await send(request, response, b'event: overflow\ndata: {"error": "this client fell '
                                          b'behind the events and was cut off"}\n\n')
                     return response
         except ConnectionResetError:

@@ -34,6 +34,22 @@ _REFUSAL_LINGER_S: Final = 1.0
 """How long a refused connection may stay to read its 503."""
 
 
+WRITE_TIMEOUT: Final = web.AppKey("write_timeout_s", float)
+
+
+async def send(request: web.Request, response: web.StreamResponse, data: bytes) -> None:
+    """Write part of an answer; a client that does not read it within http.write_timeout_s is
+    cut off (ConnectionResetError, as for a client that left): it would otherwise hold its
+    synthesis slot or event stream for good."""
+    try:
+        await asyncio.wait_for(response.write(data), request.app[WRITE_TIMEOUT])
+    except TimeoutError:
+        if request.protocol is not None:
+            request.protocol.force_close()
+        raise ConnectionResetError("the client did not read its answer within "
+                                   "http.write_timeout_s") from None
+
+
 @dataclass(frozen=True)
 class Bounds:
     max_connections: int

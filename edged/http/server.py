@@ -34,7 +34,7 @@ from ..net.listen import url_of
 from ..synthesis import Speech
 from ..synthesis.sources import HTTP
 from .announce import Announcements
-from .connections import Bounds, Gate, gate
+from .connections import WRITE_TIMEOUT, Bounds, Gate, gate
 from .errors import HttpError, error_response
 from .metrics import Metrics
 from .openai_compat import OpenAiSpeech
@@ -101,6 +101,7 @@ class HttpServer:
         app = web.Application(client_max_size=max_body, middlewares=[
             self._errors, self._guard, self._auth, self._body])
         app.on_response_prepare.append(self._cors_headers)
+        app[WRITE_TIMEOUT] = self._config.write_timeout_s
         speaker, openai, announce, status = (self._speaker, OpenAiSpeech(self._speaker),
                                              self._announce, self._status)
         app.router.add_routes([

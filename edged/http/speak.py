@@ -29,6 +29,7 @@ from ..net import chunks, open_speech, run_blocking
 from ..synthesis import Busy, SchedulerStopped, Speech, SpeechStream
 from ..synthesis.sources import HTTP
 from ..voice import VoiceError
+from .connections import send
 from .errors import HttpError, busy, refusal
 from .formats import FORMATS, PcmOut, encode_whole, wav_header
 from .metrics import Metrics
@@ -95,10 +96,11 @@ class Speaker:
         await response.prepare(request)
         try:
             head = wav_header(rate, None) if params.format.name == "wav" else b""
-            await response.write(head + (out.convert(first) if first is not None else b""))
+            await send(request, response,
+                       head + (out.convert(first) if first is not None else b""))
             async for chunk in audio:
-                await response.write(out.convert(chunk))
-            await response.write(out.flush())
+                await send(request, response, out.convert(chunk))
+            await send(request, response, out.flush())
             await response.write_eof()
         except ConnectionResetError:  # the client left: leaving the loop frees the stream
             _LOGGER.info("HTTP client %s left during its speech stream", request.remote)
@@ -153,8 +155,8 @@ class Speaker:
             del parts
             if not response.prepared:
                 await response.prepare(request)
-            await response.write(data)
-        await response.write(await run_blocking(zipped.close))
+            await send(request, response, data)
+        await send(request, response, await run_blocking(zipped.close))
         await response.write_eof()
         return response
 
