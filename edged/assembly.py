@@ -41,6 +41,7 @@ from .languages.codes import READY
 from .memory import MemoryGuard
 from .mqtt import MqttLink
 from .net import NetLoop, Server
+from .net.descriptors import http_connections, raise_limit
 from .net.listen import bind, url_of
 from .playback import Player, PlayerError
 from .synthesis import Scheduler, SchedulerStopped, Speech
@@ -124,6 +125,7 @@ class App:
 def assemble(config: Config, status: StatusLine) -> App:
     """Check, load and wire everything; ConfigError, VoiceError or StartError when it cannot."""
     ensure_ready(config)  # one line naming the key or file: every check, the audio device too
+    raise_limit()  # descriptors for every connection allowed and a reserve (net/descriptors.py)
     if config.profile != "default":
         _LOGGER.info("Profile %s: %s (where the file sets none of these)", config.profile,
                      describe_profile(config.profile))
@@ -219,10 +221,13 @@ def _http_server(config: Config, daemon: Daemon, speech: Speech,
         return None
     daemon.report_server("http", ServerState("listening", url=url_of(sock)))
 
+    wyoming = config.wyoming.max_connections if config.wyoming.enabled else 0
+    connections = http_connections(config.http.max_connections, wyoming)
+
     def make() -> Server:
         from .http import HttpServer  # aiohttp: imported only when HTTP is on
 
-        return HttpServer(config, daemon, speech, policy, sock)
+        return HttpServer(config, daemon, speech, policy, sock, connections)
 
     return make
 

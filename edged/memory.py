@@ -15,10 +15,19 @@ _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameters
 _M_ARENA_MAX = -8
 
 
+_last_rss_mb = [0.0]
+
+
 def rss_mb() -> float:
-    """Resident set size now, in MB (10^6 bytes)."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * _PAGE / 1e6
+    """Resident set size now, in MB (10^6 bytes). When /proc cannot be read (out of descriptors
+    for a moment), the last figure read: the memory guard runs on every request's path, and a
+    request must never be lost to a file it could not open (issue 28)."""
+    try:
+        with open("/proc/self/statm") as f:
+            _last_rss_mb[0] = int(f.read().split()[1]) * _PAGE / 1e6
+    except OSError as err:
+        _LOGGER.debug("Cannot read /proc/self/statm (%s): the last figure stands", err)
+    return _last_rss_mb[0]
 
 
 @functools.cache

@@ -174,9 +174,12 @@ def test_uncached_beyond_the_bound_get_429_while_cached_are_served(
     http.wait_streams("http", 0)
 
 
-def test_200_concurrent_cached_requests_all_succeed_in_bounded_memory(http: HttpDaemon) -> None:
+def test_200_concurrent_cached_requests_all_succeed_in_bounded_memory(
+        make_http: Callable[..., HttpDaemon]) -> None:
     """200 clients at once asking for a cached phrase: every one gets the whole WAV, no 429
-    (cached answers take no synthesis slot), and the process grows by a bounded amount."""
+    (cached answers take no synthesis slot), and the process grows by a bounded amount.
+    (http.max_connections raised to hold them all: its default, 128, would answer 503.)"""
+    http = make_http(http={"port": 0, "max_connections": 256})
     with http.client() as client:
         client.get("/api/tts", params={"text": TEXT})  # made and cached
         expected = client.get("/api/tts", params={"text": TEXT}).content

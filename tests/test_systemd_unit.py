@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from edged.config import LimitsConfig
+from edged.config import HttpConfig, LimitsConfig
 from tests.harness.paths import ROOT
 
 UNIT = ROOT / "systemd" / "edged.service"
@@ -131,6 +131,8 @@ def test_unit_values_match_the_config() -> None:
     assert one(unit, svc, "MemoryHigh") == f"{math.ceil(limits.memory_mb * 1.125)}M"
     assert one(unit, svc, "MemoryMax") == f"{math.ceil(limits.memory_mb * 1.28)}M"
     assert float(one(unit, svc, "TimeoutStopSec")) > limits.stop_timeout_s
+    # Room for http.max_connections and the descriptor reserve (net/descriptors.py).
+    assert int(one(unit, svc, "LimitNOFILE")) >= 4 * HttpConfig().max_connections
     hardening = {
         "NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
         "PrivateTmp": "yes", "DevicePolicy": "closed", "DeviceAllow": "char-alsa rw",

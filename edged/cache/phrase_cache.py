@@ -11,6 +11,7 @@ serving what it can from memory and from readable files.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import threading
@@ -37,6 +38,8 @@ _MB: Final = 1 << 20
 _TOUCH_EVERY_S: Final = 60.0
 """A hit refreshes the file's mtime (the LRU clock that survives restarts) at most this often."""
 _RESCAN_EVERY_S: Final = 30.0
+_PASSING: Final = frozenset({errno.EMFILE, errno.ENFILE})
+"""Errors that pass by themselves (out of descriptors): never a reason to degrade."""
 _COUNTERS_EVERY_S: Final = 10.0
 _EVICT_TO: Final = 0.9
 """Evict down to 90 % of max_mb, so a full cache does not rescan the folder on every put."""
@@ -73,13 +76,14 @@ class PhraseCache:
         self._counters_saved = time.monotonic()
         self._started = time.time()
         self.degraded: str | None = None
+        self._passing_warned = -_RESCAN_EVERY_S
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             probe = self.root / f".probe.{os.getpid()}.tmp"
             probe.write_bytes(b"")
             probe.unlink()
         except OSError as err:
-            self._degrade(f"cannot write to {self.root}: {err.strerror or err}")
+            self._degrade(f"cannot write to {self.root}: {err.strerror or err}", err)
         self._rescan()
 
     def key(self, voice: VoiceBackend, settings: SynthesisSettings, text: str) -> str:
@@ -125,7 +129,7 @@ class PhraseCache:
                 with self._lock:
                     self._pins = pins
         except OSError as err:
-            self._degrade(f"cannot write {path}: {err.strerror or err}")
+            self._degrade(f"cannot write {path}: {err.strerror or err}", err)
             return
         now = time.time()
         with self._lock:
@@ -151,7 +155,8 @@ class PhraseCache:
         try:
             pinned = folder.edit_pins(self.root, lambda _old: set(keys))
         except OSError as err:
-            self._degrade(f"cannot write the pin list in {self.root}: {err.strerror or err}")
+            self._degrade(f"cannot write the pin list in {self.root}: {err.strerror or err}",
+                          err)
             return
         with self._lock:
             self._pins = pinned
@@ -294,7 +299,7 @@ class PhraseCache:
                                   target_bytes=int(self._max_bytes * _EVICT_TO),
                                   protect=protect, used=used)
         except OSError as err:
-            self._degrade(f"cannot evict in {self.root}: {err.strerror or err}")
+            self._degrade(f"cannot evict in {self.root}: {err.strerror or err}", err)
             return
         self._rescan(result.entries, result.pins)
         with self._lock:
@@ -306,7 +311,14 @@ class PhraseCache:
             _LOGGER.warning("Pinned phrases alone take %.1f MB, more than cache.max_mb (%d)",
                             result.total_bytes / _MB, self._max_bytes // _MB)
 
-    def _degrade(self, reason: str) -> None:
+    def _degrade(self, reason: str, err: OSError | None = None) -> None:
+        if err is not None and err.errno in _PASSING:
+            # Out of descriptors for a moment (a connection flood): this write is skipped, the
+            # cache is not given up until restart for it.
+            if time.monotonic() - self._passing_warned > _RESCAN_EVERY_S:
+                self._passing_warned = time.monotonic()
+                _LOGGER.warning("Phrase cache: %s; skipped, the cache goes on", reason)
+            return
         with self._lock:
             if self.degraded is not None:
                 return

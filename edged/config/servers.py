@@ -36,6 +36,23 @@ class HttpConfig:
     """Uncached syntheses HTTP may run at once (cached answers take none); more get 429."""
     batch_max_items: int = opt(20, min=1, max=1000)
     """Texts one /api/tts-batch request may hold."""
+    max_connections: int = opt(128, min=4, max=8192)
+    """Connections open at once (event streams included); one more gets 503 and is closed.
+    Lowered at start-up, with a warning, when the descriptor limit cannot hold it beside the
+    reserve for the broker, the audio device and the cache (docs/http.md)."""
+    max_event_streams: int = opt(8, min=1, max=1024)
+    """/api/events subscribers at once; one more gets 503."""
+    header_timeout_s: float = opt(10.0, min=0.1, max=300.0)
+    """A new connection's first request must have sent its headers within this; else 408 and
+    closed."""
+    body_timeout_s: float = opt(30.0, min=0.1, max=600.0)
+    """A request's body must have come whole within this; else 408 and closed."""
+    write_timeout_s: float = opt(30.0, min=0.1, max=600.0)
+    """A client that does not read a part of its answer (audio, events) within this is cut
+    off, freeing its synthesis slot or event stream."""
+    idle_timeout_s: float = opt(15.0, min=0.1, max=3600.0)
+    """A kept-alive connection with no request under way is closed after this (a later
+    request's headers must also come within it)."""
     enabled_given: bool = field(default=False, metadata={"internal": True, "given": "enabled"})
     """Whether the file set `enabled` (not a key): only then is a port in use fatal."""
 

@@ -28,7 +28,8 @@ from ..daemon.outcomes import SayOutcome
 from ..daemon.policy import Refused
 from ..daemon.requests import RequestError
 from ..net import run_blocking
-from .errors import HttpError, busy, refusal
+from .connections import send
+from .errors import HttpError, busy, error_response, refusal
 
 _SSE_BUFFER: Final = 256
 _KEEPALIVE_S: Final = 15.0
@@ -37,8 +38,9 @@ _STATUS: Final = {"invalid": 400, "too_large": 413, "unavailable": 503}
 
 
 class Announcements:
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: Daemon, max_streams: int) -> None:
         self._daemon = daemon
+        self._max_streams = max_streams
         self.streams: set[asyncio.Task[object]] = set()
         """Running event streams, ended by the server when it stops."""
 
@@ -65,6 +67,11 @@ class Announcements:
         return web.json_response(state.to_json())
 
     async def events(self, request: web.Request) -> web.StreamResponse:
+        if len(self.streams) >= self._max_streams:
+            refused = error_response(503, f"too many event streams: {self._max_streams} are "
+                                     "open (http.max_event_streams)", {"Retry-After": "5"})
+            refused.force_close()  # its connection is not kept for another try
+            return refused
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
         listener = self._daemon.fanout.listen(lambda: loop.call_soon_threadsafe(wake.set),
@@ -76,18 +83,18 @@ class Announcements:
                                                "Cache-Control": "no-store"})
         try:
             await response.prepare(request)
-            await response.write(b"retry: 2000\n: edged events\n\n")
+            await send(request, response, b"retry: 2000\n: edged events\n\n")
             while True:
                 try:
                     await asyncio.wait_for(wake.wait(), _KEEPALIVE_S)
                 except TimeoutError:
-                    await response.write(b": keep-alive\n\n")
+                    await send(request, response, b": keep-alive\n\n")
                     continue
                 wake.clear()
                 for event in listener.take():
-                    await response.write(_sse(event))
+                    await send(request, response, _sse(event))
                 if listener.overflowed:
-                    await response.write(b'event: overflow\ndata: {"error": "this client fell '
+                    await send(request, response, b'event: overflow\ndata: {"error": "this client fell '
                                          b'behind the events and was cut off"}\n\n')
                     return response
         except ConnectionResetError:

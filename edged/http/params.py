@@ -5,7 +5,7 @@ rules as an MQTT announcement (daemon/requests.py, daemon/fields.py), plus the a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -32,7 +32,9 @@ async def json_object(request: web.Request) -> dict[str, Any]:
     """The body as a JSON object (its size is capped by the server: 413 beyond)."""
     raw = await request.read()
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, object_pairs_hook=_no_twice)
+    except _Twice as twice:
+        raise HttpError(400, f"{str(twice)[:40]!r} is given twice in the JSON body") from None
     except (ValueError, RecursionError) as err:  # RecursionError: absurdly nested arrays
         raise HttpError(400, f"the body is not valid JSON: {err}") from None
     if not isinstance(data, dict):
@@ -40,10 +42,24 @@ async def json_object(request: web.Request) -> dict[str, Any]:
     return data
 
 
-def from_query(query: Mapping[str, str]) -> dict[str, Any]:
-    """`?text=...&speed=1.2`: numbers and a numeric speaker made numbers, the rest as given."""
+class _Twice(ValueError):
+    """A JSON object names a key twice (json.loads would silently keep the last)."""
+
+
+def _no_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     data: dict[str, Any] = {}
-    for key, value in query.items():
+    for key, value in pairs:
+        if key in data:
+            raise _Twice(key)
+        data[key] = value
+    return data
+
+
+def from_query(query: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """`?text=...&speed=1.2`: numbers and a numeric speaker made numbers, the rest as given;
+    a parameter given twice is 400 (not the last one silently)."""
+    data: dict[str, Any] = {}
+    for key, value in query:
         if key in data:
             raise HttpError(400, f"{key} is given twice")
         data[key] = value

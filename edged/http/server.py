@@ -23,16 +23,18 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final
 
-from aiohttp import web
+from aiohttp import HttpVersion10, HttpVersion11, web
 
 from ..config import Config
 from ..daemon.core import Daemon
 from ..daemon.policy import RequestPolicy
 from ..daemon.requests import Rules
+from ..net.descriptors import ACCEPT_BURST
 from ..net.listen import url_of
 from ..synthesis import Speech
 from ..synthesis.sources import HTTP
 from .announce import Announcements
+from .connections import WRITE_TIMEOUT, Bounds, Gate, gate
 from .errors import HttpError, error_response
 from .metrics import Metrics
 from .openai_compat import OpenAiSpeech
@@ -46,6 +48,7 @@ _PAGE: Final = {"/": ("index.html", "text/html"), "/app.js": ("app.js", "text/ja
                 "/style.css": ("style.css", "text/css")}
 _PUBLIC: Final = frozenset([*_PAGE, "/healthz"])
 _LOOPBACK_NAMES: Final = ("localhost", "ip6-localhost")
+_VERSIONS: Final = (HttpVersion10, HttpVersion11)
 
 
 class HttpServer:
@@ -54,7 +57,7 @@ class HttpServer:
     name = "http"
 
     def __init__(self, config: Config, daemon: Daemon, speech: Speech, policy: RequestPolicy,
-                 sock: socket.socket) -> None:
+                 sock: socket.socket, max_connections: int | None = None) -> None:
         self._config = config.http
         # The MQTT rules for what a speech request may ask (its text, voice, speaker, ...).
         rules = Rules(max_chars=config.limits.max_chars, voices=speech.planner.names)
@@ -65,16 +68,23 @@ class HttpServer:
         self._metrics = Metrics(daemon.state, lambda: speech.scheduler.open_streams()[HTTP])
         self._speaker = Speaker(speech, policy, rules, self._metrics, config.http.max_streams,
                                 config.http.batch_max_items)
-        self._announce = Announcements(daemon)
+        self._announce = Announcements(daemon, config.http.max_event_streams)
         self._status = Health(config, daemon, speech.voices, self._metrics)
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
+        self._gate: Gate | None = None
+        self._max_connections = max_connections or config.http.max_connections
         self.app = self._make_app(max(65536, rules.max_bytes * config.http.batch_max_items))
 
     async def start(self) -> None:
         self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True,
                                      shutdown_timeout=2.0)
         await self._runner.setup()
-        await web.SockSite(self._runner, self._sock).start()
+        assert self._runner.server is not None
+        self._gate = gate(self._runner.server, Bounds(
+            self._max_connections, self._config.header_timeout_s, self._config.idle_timeout_s))
+        self._listener = await asyncio.get_running_loop().create_server(
+            self._gate, sock=self._sock, backlog=ACCEPT_BURST)
         _LOGGER.info("HTTP: listening on %s%s", self.url,
                      " (API key required)" if self._key else "")
 
@@ -82,13 +92,16 @@ class HttpServer:
         self._status.stopping = True
         for task in list(self._announce.streams):
             task.cancel()  # event streams never end by themselves
+        if self._listener is not None:
+            self._listener.close()
         if self._runner is not None:
             await self._runner.cleanup()
 
     def _make_app(self, max_body: int) -> web.Application:
         app = web.Application(client_max_size=max_body, middlewares=[
-            self._errors, self._guard, self._auth])
+            self._errors, self._guard, self._auth, self._body])
         app.on_response_prepare.append(self._cors_headers)
+        app[WRITE_TIMEOUT] = self._config.write_timeout_s
         speaker, openai, announce, status = (self._speaker, OpenAiSpeech(self._speaker),
                                              self._announce, self._status)
         app.router.add_routes([
@@ -108,7 +121,7 @@ class HttpServer:
         return await self._speaker.answer(request, params)
 
     async def _tts_get(self, request: web.Request) -> web.StreamResponse:
-        query = {k: v for k, v in request.query.items() if k != "key"}
+        query = [(k, v) for k, v in request.query.items() if k != "key"]
         return await self._speaker.answer(request, tts_params(from_query(query),
                                                               self._speaker.rules))
 
@@ -146,7 +159,9 @@ class HttpServer:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        host = (request.host or "").rsplit(":", 1)[0].strip("[]")
+        if request.version not in _VERSIONS:
+            raise HttpError(505, "only HTTP/1.0 and HTTP/1.1 are served here")
+        host = _host_name(request.host or "")
         if self._loopback and not _is_loopback(host):
             raise HttpError(403, f"host {host[:60]!r} is not accepted: this server listens on "
                             "loopback only (a guard against DNS rebinding)")
@@ -172,12 +187,30 @@ class HttpServer:
             token = given[7:] if given[:7].lower() == "bearer " else None
             if token is None and self._config.allow_query_key:
                 token = request.query.get("key")
-            if token is None or not hmac.compare_digest(token.encode(), self._key):
+            # surrogateescape: header bytes that are not UTF-8 make a wrong key, not an error
+            if token is None or not hmac.compare_digest(
+                    token.encode("utf-8", "surrogateescape"), self._key):
                 raise HttpError(401, "missing or wrong API key (Authorization: Bearer <key>)",
                                 {"WWW-Authenticate": "Bearer"})
         return await handler(request)
 
+    @web.middleware
+    async def _body(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """The whole body, within http.body_timeout_s (handlers then read it from memory)."""
+        if request.body_exists:
+            try:
+                await asyncio.wait_for(request.read(), self._config.body_timeout_s)
+            except TimeoutError:
+                response = error_response(408, "the request's body did not come whole within "
+                                          "http.body_timeout_s")
+                response.force_close()
+                return response
+        return await handler(request)
+
     async def _cors_headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        # No other site may frame the page (clickjacking); the API answers say the same.
+        response.headers["Content-Security-Policy"] = "frame-ancestors 'none'"
+        response.headers["X-Frame-Options"] = "DENY"
         origin = request.headers.get("Origin")
         if origin is not None and origin in self._config.cors_origins:
             response.headers["Access-Control-Allow-Origin"] = origin
@@ -189,6 +222,13 @@ class HttpServer:
 def _read_key(path: Path | None) -> bytes | None:
     # Readable and not empty: checked at start-up (checks.py, the "secret" kind).
     return path.read_bytes().strip() if path is not None else None
+
+
+def _host_name(host: str) -> str:
+    """The name in a Host header, without its port: `[::1]:80` and `[::1]` give `::1`."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
 def _is_loopback(host: str) -> bool:

@@ -14,7 +14,6 @@ A client that goes away closes the stream: the scheduler drops the work at its n
 
 from __future__ import annotations
 
-import io
 import logging
 import time
 import zipfile
@@ -30,6 +29,7 @@ from ..net import chunks, open_speech, run_blocking
 from ..synthesis import Busy, SchedulerStopped, Speech, SpeechStream
 from ..synthesis.sources import HTTP
 from ..voice import VoiceError
+from .connections import send
 from .errors import HttpError, busy, refusal
 from .formats import FORMATS, PcmOut, encode_whole, wav_header
 from .metrics import Metrics
@@ -96,17 +96,18 @@ class Speaker:
         await response.prepare(request)
         try:
             head = wav_header(rate, None) if params.format.name == "wav" else b""
-            await response.write(head + (out.convert(first) if first is not None else b""))
+            await send(request, response,
+                       head + (out.convert(first) if first is not None else b""))
             async for chunk in audio:
-                await response.write(out.convert(chunk))
-            await response.write(out.flush())
+                await send(request, response, out.convert(chunk))
+            await send(request, response, out.flush())
             await response.write_eof()
         except ConnectionResetError:  # the client left: leaving the loop frees the stream
             _LOGGER.info("HTTP client %s left during its speech stream", request.remote)
             request[OUTCOME] = "disconnected"
         return response
 
-    async def batch(self, request: web.Request) -> web.Response:
+    async def batch(self, request: web.Request) -> web.StreamResponse:
         """`{"texts": [...], "voice"?, "speaker"?, "speed"?, "volume"?}` -> a zip of WAVs, one
         per text (001.wav, ...). Made one at a time; each is cached, so a retry after a 429
         finds the ones already made."""
@@ -127,16 +128,67 @@ class Speaker:
                 items.append(tts_params({**data, "text": text}, self.rules))
             except HttpError as err:
                 raise HttpError(err.status, f"texts[{i}]: {err}") from None
-        files = []
-        for params in items:
-            with await self.open(params) as stream:
-                parts = [chunk async for chunk in chunks(stream)]
-            wav, _rate = await run_blocking(encode_whole, iter(parts), FORMATS["wav"],
-                                            params.speech.volume)
-            files.append(wav)
-        body = await run_blocking(_zip, files)
-        return web.Response(body=body, content_type="application/zip",
-                            headers={"Content-Disposition": 'attachment; filename="speech.zip"'})
+        return await self._zip_stream(request, items)
+
+    async def _zip_stream(self, request: web.Request, items: list[TtsParams]) -> web.StreamResponse:
+        """Each WAV is made, zipped and written before the next is made: a request holds one
+        file, not all of them and the zip besides (six batches at once grew the daemon by
+        ~640 MB and OOM-killed it under MemoryMax=512M). The answer starts after the first file,
+        so a refusal of that one is still a status; one of a later file ends the zip early."""
+        zipped = _ZipSink()
+        response = web.StreamResponse(headers={
+            "Content-Type": "application/zip",
+            "Content-Disposition": 'attachment; filename="speech.zip"'})
+        response.enable_chunked_encoding()
+        for i, params in enumerate(items, 1):
+            try:
+                with await self.open(params) as stream:
+                    parts = [chunk async for chunk in chunks(stream)]
+            except HttpError as err:
+                if not response.prepared:
+                    raise
+                _LOGGER.warning("HTTP batch: texts[%d] failed after the zip had begun, so the zip "
+                                "ends early: %s", i - 1, err)
+                request[OUTCOME] = str(err.status)
+                return response
+            data = await run_blocking(zipped.add, f"{i:03d}.wav", parts, params.speech.volume)
+            del parts
+            if not response.prepared:
+                await response.prepare(request)
+            await send(request, response, data)
+        await send(request, response, await run_blocking(zipped.close))
+        await response.write_eof()
+        return response
+
+
+class _ZipSink:
+    """A zip written to memory one entry at a time; each call returns the bytes made since."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        # No tell/seek: zipfile writes a streamable zip (sizes after each entry's data).
+        self._archive = zipfile.ZipFile(self, "w", zipfile.ZIP_STORED)  # type: ignore[call-overload]
+
+    def write(self, data: bytes) -> int:
+        self._buffer += data
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def add(self, name: str, parts: list[Audio], volume: float) -> bytes:
+        wav, _rate = encode_whole(iter(parts), FORMATS["wav"], volume)
+        self._archive.writestr(name, wav)
+        return self._take()
+
+    def close(self) -> bytes:
+        self._archive.close()
+        return self._take()
+
+    def _take(self) -> bytes:
+        data = bytes(self._buffer)
+        self._buffer.clear()
+        return data
 
 
 def _headers(params: TtsParams, rate_hz: int, stream: SpeechStream) -> dict[str, str]:
@@ -147,11 +199,3 @@ def _headers(params: TtsParams, rate_hz: int, stream: SpeechStream) -> dict[str,
         headers.update({"X-Sample-Rate": str(rate_hz), "X-Sample-Format": "s16le",
                         "X-Channels": "1"})
     return headers
-
-
-def _zip(files: list[bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
-        for i, wav in enumerate(files, 1):
-            archive.writestr(f"{i:03d}.wav", wav)
-    return buffer.getvalue()
