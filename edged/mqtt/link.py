@@ -1,17 +1,15 @@
-"""The broker side of the daemon: one paho client, its topics, and the rules that keep it sane.
+"""The broker side of the daemon: the requests' paho client, its topics, and its rules (the
+settings and Home Assistant's status come on a second connection: side.py).
 
-- MQTT 5, persistent session (`clean_start=False` + a session expiry interval: without the
-  interval mosquitto forgets the session at disconnect) and manual acknowledgements, so a
-  request is acknowledged only once it reached its final event.
-- `connect_async` + `loop_start`: the daemon starts while the broker is down; paho reconnects
-  with backoff; subscriptions are renewed on every connect (a SIGKILLed broker forgets them).
-- Never publish more than the broker accepts: paho 2.2 answers an oversized QoS 1 publish by
-  reconnecting and resending it forever. `payload_limit` is the bound (sink.AudioSink
-  sends audio that does not fit in parts).
-- Never receive more than a request can be: the CONNECT announces an MQTT 5 Maximum Packet
-  Size (the largest request, `limits.max_request_bytes`, plus its topic and header room), so
-  the broker drops a larger message instead of sending it; paho would otherwise read it
-  whole into memory, however large, before anyone could look at its size.
+- MQTT 5, persistent session (`clean_start=False` + a session expiry interval, or mosquitto
+  forgets it) and manual acks: a request is acknowledged once it reached its final event.
+- `connect_async` + `loop_start`: the daemon starts while the broker is down; subscriptions
+  are renewed on every connect (a SIGKILLed broker forgets them).
+- Never publish more than the broker accepts (paho 2.2 resends an oversized QoS 1 publish
+  forever): `payload_limit` is the bound; sink.AudioSink sends larger audio in parts.
+- Never receive more than a request can be: the CONNECT's MQTT 5 Maximum Packet Size (the
+  largest request plus topic and header room) makes the broker drop a larger message, which
+  paho would read whole into memory before anyone could look at its size.
 - Nothing that reports an outcome is dropped; the intake is slowed instead (outbox.py).
 - No exception leaves a paho callback.
 """
