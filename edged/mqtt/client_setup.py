@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import ssl
 from pathlib import Path
@@ -79,3 +80,19 @@ def set_tls(client: paho.Client, config: Config) -> None:
         )
     except (OSError, ssl.SSLError, ValueError) as err:
         raise ConfigError(f"mqtt.tls: cannot load the TLS files: {err}") from None
+
+
+class ErrorOnce:
+    """Logs an error once until it changes or is cleared: a broker that stays away or keeps
+    refusing is said once, not at every retry."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._logger, self._last = logger, ""
+
+    def say(self, message: str) -> None:
+        if message != self._last:
+            self._last = message
+            self._logger.error(message)
+
+    def clear(self) -> None:
+        self._last = ""

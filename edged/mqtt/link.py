@@ -33,7 +33,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 from ..config import Config
 from ..daemon.requests import CONTROL_MAX_BYTES
-from .client_setup import Topics, no_delay, set_credentials
+from .client_setup import ErrorOnce, Topics, no_delay, set_credentials
 from .intake import LinkHandler, Subscriptions, Ticket
 from .outbox import Latest, Outbox
 from .side import SideConnection
@@ -64,7 +64,7 @@ class MqttLink:
         self._outbox: Outbox[Ticket] = Outbox(self._mqtt.max_outgoing_messages)
         self._net_thread: int | None = None
         self._stopping = False
-        self._last_error = ""
+        self._errors = ErrorOnce(_LOGGER)
         self._dropped = 0
         self.intake = Subscriptions(config, self.topics.say, self.topics.control)
         self._on_connect_hooks: list[Callable[[], None]] = []
@@ -266,8 +266,9 @@ class MqttLink:
                     props: Properties | None) -> None:
         try:
             if rc.is_failure:
-                self._log_once(f"The broker refused the connection: {rc} (check mqtt.username, "
-                               "mqtt.password_file, mqtt.client_id and the broker's ACL)")
+                self._errors.say(f"The broker refused the connection: {rc} (check "
+                                 "mqtt.username, mqtt.password_file, mqtt.client_id and the "
+                                 "broker's ACL)")
                 return
             self._net_thread = threading.get_ident()
             if not flags.session_present:
@@ -278,7 +279,7 @@ class MqttLink:
             if self._routes and flags.session_present:
                 # An older edged subscribed to these here; the session keeps them.
                 client.unsubscribe(list(self._routes))
-            self._last_error = ""
+            self._errors.clear()
             self.connected.set()
             self._say_online()
             _LOGGER.info("Connected to the broker (session %s)",
@@ -298,7 +299,7 @@ class MqttLink:
     def _on_connect_fail(self, _client: paho.Client, _u: Any) -> None:
         try:
             err = sys.exc_info()[1]  # paho calls us from inside its `except OSError`
-            self._log_once(f"Cannot connect to mqtt://{self._mqtt.host}:{self._mqtt.port}: "
+            self._errors.say(f"Cannot connect to mqtt://{self._mqtt.host}:{self._mqtt.port}: "
                            f"{err or 'connection failed'}; retrying")
         except Exception:
             _LOGGER.exception("Error in on_connect_fail")
@@ -348,8 +349,3 @@ class MqttLink:
             # A payload that crashes us would crash us again on every redelivery: ack it.
             _LOGGER.exception("Error handling a message on %s", msg.topic)
             self.ack(ticket)
-
-    def _log_once(self, message: str) -> None:
-        if message != self._last_error:
-            self._last_error = message
-            _LOGGER.error(message)

@@ -37,7 +37,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from ..config import Config
-from .client_setup import no_delay, set_credentials
+from .client_setup import ErrorOnce, no_delay, set_credentials
 
 _LOGGER = logging.getLogger(__name__)
 _MAX_PACKET: Final = 8192
@@ -60,7 +60,7 @@ class SideConnection:
         self.subscribed = threading.Event()
         """The broker confirmed the subscriptions: a setting sent now reaches us."""
         self._stopping = False
-        self._last_error = ""
+        self._errors = ErrorOnce(_LOGGER)
         client = paho.Client(CallbackAPIVersion.VERSION2, client_id=config.client_id + SUFFIX,
                              protocol=MQTTProtocolVersion.MQTTv5)
         client.suppress_exceptions = True
@@ -95,9 +95,9 @@ class SideConnection:
                     _p: Properties | None) -> None:
         try:
             if rc.is_failure:
-                self._log_once(f"The broker refused the settings connection: {rc}")
+                self._errors.say(f"The broker refused the settings connection: {rc}")
                 return
-            self._last_error = ""
+            self._errors.clear()
             client.subscribe([(topic, SubscribeOptions(qos=1)) for topic in self._routes])
         except Exception:
             _LOGGER.exception("Error in on_connect (settings)")
@@ -115,7 +115,7 @@ class SideConnection:
 
     def _on_connect_fail(self, _client: paho.Client, _u: Any) -> None:
         err = sys.exc_info()[1]
-        self._log_once(f"Cannot connect the settings connection: {err or 'connection failed'}")
+        self._errors.say(f"Cannot connect the settings connection: {err or 'connection failed'}")
 
     def _on_disconnect(self, _c: paho.Client, _u: Any, _f: DisconnectFlags, rc: ReasonCode,
                        _p: Properties | None) -> None:
@@ -132,8 +132,3 @@ class SideConnection:
             route(bytes(msg.payload))
         except Exception:  # a payload must never end this thread
             _LOGGER.exception("Error handling a message on %s", msg.topic)
-
-    def _log_once(self, message: str) -> None:
-        if message != self._last_error:
-            self._last_error = message
-            _LOGGER.error(message)
