@@ -300,7 +300,7 @@ class MqttLink:
         try:
             err = sys.exc_info()[1]  # paho calls us from inside its `except OSError`
             self._errors.say(f"Cannot connect to mqtt://{self._mqtt.host}:{self._mqtt.port}: "
-                           f"{err or 'connection failed'}; retrying")
+                             f"{err or 'connection failed'}; retrying")
         except Exception:
             _LOGGER.exception("Error in on_connect_fail")
 
