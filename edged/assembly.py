@@ -72,14 +72,17 @@ class App:
     later: Callable[[], Server] | None = None
     """Makes the HTTP server (its socket is bound already): its imports, aiohttp's, cost
     0.1-0.15 s, so `edged run` makes it right after READY (docs/startup.md)."""
+    _daemon_started: bool = False
 
     def start(self, *, defer: bool = False) -> None:
         """Start everything; with `defer`, all but what `later` makes (`start_later`, after
         READY). StartError when a network server cannot start (everything is stopped)."""
         self.speech.scheduler.start()
-        self.daemon.start()
         if self.net is not None:
+            # Listening before the link says `online`: whoever waits for it finds the servers.
             self._start_servers(self.net.start)
+        self.daemon.start()
+        self._daemon_started = True
         if self.phrases:
             threading.Thread(target=self._warm, name="edged-warm", daemon=True).start()
         if not defer:
@@ -102,7 +105,8 @@ class App:
     def stop(self) -> None:
         if self.net is not None:
             self.net.stop()  # first: no new network requests while the rest winds down
-        self.daemon.stop()
+        if self._daemon_started:
+            self.daemon.stop()
         self.speech.scheduler.stop()
         if self.player is not None:
             self.player.close()
