@@ -320,6 +320,7 @@ def test_a_descriptor_shortage_loses_no_acknowledged_request(
     d = make_daemon().start(watcher)
     assert d.proc is not None
     pid = d.proc.pid
+    wait_log(d, "HTTP: listening")  # its imports come after READY: a start-up, not a request
     watcher.say({"text": "Cached before the shortage.", "id": "warm"})
     assert watcher.final("warm", _TIMEOUT_S)["event"] == "finished"
     prlimit = shutil.which("prlimit") or "prlimit"
