@@ -108,7 +108,9 @@ def edged(ha: HomeAssistant, tmp_path_factory: pytest.TempPathFactory, default_v
                         voice={"dirs": [str(voices)]}, voices=["en_US-tiny-x_low"],
                         homeassistant={"device_name": "Kitchen speaker"},
                         wyoming={"enabled": True, "port": free_port()})
-    daemon.start(watcher)
+    # A first start prepares the default voice: 20 s here, minutes on a loaded machine (beside
+    # Home Assistant starting). `online` is the readiness awaited; the bound only ends a hang.
+    daemon.start(watcher, timeout=900)
     yield daemon, watcher
     daemon.stop()
     watcher.close()

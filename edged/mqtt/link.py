@@ -155,9 +155,10 @@ class MqttLink:
         return self._outbox.overloaded()
 
     def _wait_for_room(self) -> None:
-        """Off the network thread, while overloaded: until the backlog is down to half."""
+        """On the settings connection's thread, while overloaded: until the backlog is down to
+        half, a second at most (longer, and that connection would miss its keep-alive)."""
         if self.connected.is_set() and self._outbox.overloaded():
-            self._outbox.wait_room(_AUDIO_WAIT_S, self.connected)
+            self._outbox.wait_room(1.0, self.connected)
 
     @property
     def outgoing(self) -> int:
