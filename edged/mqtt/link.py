@@ -99,9 +99,8 @@ class MqttLink:
         self._connect_props.MaximumPacketSize = self.max_incoming_packet
 
     def add_route(self, topic: str, on_message: Callable[[bytes], None]) -> None:
-        """Also subscribe to `topic` and hand its payloads to `on_message`, on the second
-        connection's thread (side.py: no flood there delays a request). For integrations beside
-        the requests (Home Assistant's status and the settings commands); before start()."""
+        """Hand `topic`'s payloads to `on_message` on the second connection (side.py: no flood
+        there delays a request): HA's status and the settings commands; before start()."""
         self._routes[topic] = on_message
 
     def add_on_connect(self, hook: Callable[[], None]) -> None:
@@ -155,8 +154,7 @@ class MqttLink:
         return self._outbox.overloaded()
 
     def _wait_for_room(self) -> None:
-        """On the settings connection's thread, while overloaded: until the backlog is down to
-        half, a second at most (longer, and that connection would miss its keep-alive)."""
+        """The settings connection's pace while overloaded: 1 s at most (its keep-alive)."""
         if self.connected.is_set() and self._outbox.overloaded():
             self._outbox.wait_room(1.0, self.connected)
 
