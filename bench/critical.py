@@ -234,9 +234,11 @@ def _alarms(w: Watcher, count: int) -> tuple[list[float], list[float], int, int]
                 lost += 1
                 continue
             if rid == alarm and final["event"] == "finished":
-                queued = w.event(alarm, "queued", _TIMEOUT_S)
                 received.append(final["first_audio_ms"])
-                first.append(round((queued["ts"] - sent) * 1000 + final["first_audio_ms"], 1))
+                queued = [e for e in w.events(alarm) if e["event"] == "queued"]
+                if queued:  # final events come after it; a lagging watcher may miss nothing
+                    first.append(round((queued[0]["ts"] - sent) * 1000
+                                       + final["first_audio_ms"], 1))
             elif rid == alarm:
                 other += 1
     return first, received, lost, other
