@@ -65,6 +65,7 @@ class DaemonProc:
             try:
                 watcher.online(mark, timeout=timeout)
             except AssertionError:
+                self.stop()  # not left running behind a fixture that never yields
                 raise AssertionError(f"daemon not online; log:\n{self.log_text()}") from None
         return self
 
