@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import random
-import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +20,7 @@ import pytest
 
 from tests.harness.daemon import DaemonProc, wait_log
 from tests.harness.fuzz_http import Fuzz
+from tests.harness.poll import until
 from tests.harness.ports import free_port
 from tests.harness.raw_http import exchange, open_fds, parse_all, request, threads
 from tests.harness.watcher import Watcher
@@ -56,17 +56,6 @@ def _check(index: int, sent: bytes, received: bytes) -> str | None:
     return None
 
 
-def _settle(pid: int, pred: Callable[[], bool]) -> bool:
-    """Until `pred` holds (closes and thread exits land a moment after the last answer; there
-    is no event to await from outside the process)."""
-    deadline = time.monotonic() + 20
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
 def _fuzz(make_daemon: Callable[..., DaemonProc], watcher: Watcher, count: int) -> None:
     port = free_port()
     d = make_daemon(http={"enabled": True, "port": port, "header_timeout_s": 0.5,
@@ -94,8 +83,8 @@ def _fuzz(make_daemon: Callable[..., DaemonProc], watcher: Watcher, count: int) 
     log = d.log_text()
     assert "Traceback" not in log and " ERROR " not in log, f"seed {seed}: {log[-3000:]}"
     assert len(log) < 50_000 + 100 * count, f"seed {seed}: {len(log)} bytes of log"
-    assert _settle(pid, lambda: open_fds(pid) <= fds), (seed, open_fds(pid), fds)
-    assert _settle(pid, lambda: threads(pid) <= thread_count), (seed, threads(pid), thread_count)
+    assert until(lambda: open_fds(pid) <= fds, 20), (seed, open_fds(pid), fds)
+    assert until(lambda: threads(pid) <= thread_count, 20), (seed, threads(pid), thread_count)
     answer = request(port, "GET", "/api/tts?text=Still+here.")
     assert answer.status == 200 and answer.body[:4] == b"RIFF", (seed, answer.status)
     watcher.control("resume")  # a fuzz input may have paused the queue

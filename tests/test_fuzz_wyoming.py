@@ -20,7 +20,6 @@ import asyncio
 import json
 import os
 import random
-import time
 from collections.abc import Callable
 
 import pytest
@@ -29,6 +28,7 @@ from wyoming.tts import Synthesize
 
 from tests.harness.daemon import DaemonProc
 from tests.harness.fuzz_wyoming import Case, WyomingFuzzer, frame
+from tests.harness.poll import until
 from tests.harness.ports import free_port
 from tests.harness.watcher import Watcher
 from tests.harness.wyoming_server import read_until
@@ -114,12 +114,8 @@ def _counts(pid: int) -> tuple[int, int]:
 def _settled(pid: int, fds: int, threads: int, timeout: float = 30.0) -> tuple[int, int]:
     """The daemon's counts once back to (fds, threads) or below, or as they are at `timeout`
     (connections end on the daemon's loop after the clients leave: polled, there is no event)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        now = _counts(pid)
-        if (now[0] <= fds and now[1] <= threads) or time.monotonic() > deadline:
-            return now
-        time.sleep(0.1)
+    until(lambda: _counts(pid)[0] <= fds and _counts(pid)[1] <= threads, timeout)
+    return _counts(pid)
 
 
 def _synthesize(port: int) -> list[str]:

@@ -13,7 +13,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 import zipfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.daemon import DaemonProc, peak_rss_mb, wait_log
+from tests.harness.poll import until
 from tests.harness.ports import free_port
 from tests.harness.raw_http import RawResponse, exchange, parse_all, request
 from tests.harness.watcher import Watcher
@@ -262,12 +262,8 @@ def test_connections_and_event_streams_beyond_their_bounds_get_503_with_a_reason
     finally:
         for sock in held:
             sock.close()
-    for _ in range(200):  # the daemon sees the closes a moment later (no event to await here)
-        answer = request(port, "GET", "/healthz")
-        if answer.status == 200:
-            break
-        time.sleep(0.05)
-    assert answer.status == 200, answer
+    # The daemon sees the closes a moment later (no event to await here).
+    assert until(lambda: request(port, "GET", "/healthz").status == 200, 10, 0.05)
 
 
 _BATCH_TEXT = " ".join(["The quick brown fox jumps over the lazy dog."] * 60)  # ~2,700 chars
@@ -346,16 +342,6 @@ def _http_streams(port: int) -> int:
     return int(request(port, "GET", "/api/state").json()["synthesis_streams"]["http"])
 
 
-def _until(pred: Callable[[], bool]) -> bool:
-    """Until `pred` holds (the daemon's stream count is read over HTTP: no event to await)."""
-    deadline = time.monotonic() + _TIMEOUT_S
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
 def test_a_client_that_does_not_read_its_audio_is_cut_off(
         make_daemon: Callable[..., DaemonProc], watcher: Watcher) -> None:
     """A client asks for ~10 MB of speech and reads none of it: after http.write_timeout_s
@@ -374,8 +360,8 @@ def test_a_client_that_does_not_read_its_audio_is_cut_off(
         idle.connect(("127.0.0.1", port))
         idle.sendall(b"POST /api/tts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/"
                      b"json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-        assert _until(lambda: _http_streams(port) == 1), "the stream never opened"
-        assert _until(lambda: _http_streams(port) == 0), "the reader that never reads kept it"
+        assert until(lambda: _http_streams(port) == 1, _TIMEOUT_S), "the stream never opened"
+        assert until(lambda: _http_streams(port) == 0, _TIMEOUT_S), "the reader that never reads kept it"
         answer = request(port, "GET", "/api/tts?text=Next+in+line.")
     assert answer.status == 200, answer.body[:200]
     assert "Traceback" not in d.log_text()
