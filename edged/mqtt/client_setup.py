@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import paho.mqtt.client as paho
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
 from ..config import Config, ConfigError, check_topic_part
 from ..files import read_bounded
@@ -38,6 +39,22 @@ def no_delay(_client: paho.Client, _u: Any, sock: socket.socket | Any) -> None:
     # for the broker's delayed ACK (40 ms on Linux) before leaving.
     with contextlib.suppress(OSError, AttributeError):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def new_client(config: Config, client_id: str, *, manual_ack: bool = False) -> paho.Client:
+    """An MQTT 5 paho client as both of the daemon's connections use it: exceptions kept in,
+    paho's log under edged.paho, the configured backoff, credentials and TLS, no Nagle delay.
+    ConfigError from the password or TLS files."""
+    client = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id,
+                         protocol=MQTTProtocolVersion.MQTTv5, manual_ack=manual_ack)
+    client.suppress_exceptions = True  # backstop: our callbacks catch everything anyway
+    client.enable_logger(logging.getLogger("edged.paho"))
+    # paho's stub says int; its backoff arithmetic takes float seconds as well.
+    client.reconnect_delay_set(config.mqtt.reconnect_min_s,  # type: ignore[arg-type]
+                               config.mqtt.reconnect_max_s)  # type: ignore[arg-type]
+    set_credentials(client, config)
+    client.on_socket_open = no_delay
+    return client
 
 
 def set_credentials(client: paho.Client, config: Config) -> None:

@@ -26,14 +26,14 @@ from typing import Any, Final
 
 import paho.mqtt.client as paho
 from paho.mqtt.client import ConnectFlags, DisconnectFlags
-from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode, MQTTProtocolVersion
+from paho.mqtt.enums import MQTTErrorCode
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from ..config import Config
 from ..daemon.requests import CONTROL_MAX_BYTES
-from .client_setup import ErrorOnce, Topics, no_delay, set_credentials
+from .client_setup import ErrorOnce, Topics, new_client
 from .intake import LinkHandler, Subscriptions, Ticket
 from .outbox import Latest, Outbox
 from .side import SideConnection
@@ -71,27 +71,17 @@ class MqttLink:
         self._routes: dict[str, Callable[[bytes], None]] = {}
         self._side: SideConnection | None = None
 
-        client = paho.Client(
-            CallbackAPIVersion.VERSION2, client_id=config.client_id,
-            protocol=MQTTProtocolVersion.MQTTv5, manual_ack=True,
-        )
-        client.suppress_exceptions = True  # backstop: our callbacks catch everything anyway
-        client.enable_logger(logging.getLogger("edged.paho"))
-        # paho's stub says int; its backoff arithmetic takes float seconds as well.
-        client.reconnect_delay_set(self._mqtt.reconnect_min_s,  # type: ignore[arg-type]
-                                   self._mqtt.reconnect_max_s)  # type: ignore[arg-type]
+        client = new_client(config, config.client_id, manual_ack=True)
         # No cap in paho: its cap drops whatever comes next, final events included, and it
         # applies while connected too. The bounds are the intake's and the audio's (outbox.py).
         client.max_queued_messages_set(0)
         client.will_set(self.topics.availability, b"offline", qos=1, retain=True)
-        set_credentials(client, config)
         client.on_connect = self._on_connect
         client.on_connect_fail = self._on_connect_fail
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
         client.on_publish = self._on_publish
         client.on_subscribe = self._on_subscribe
-        client.on_socket_open = no_delay
         self._client = client
         self._connect_props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
         self._connect_props.SessionExpiryInterval = self._mqtt.session_expiry_s

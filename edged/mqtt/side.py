@@ -30,14 +30,13 @@ from typing import Any, Final
 
 import paho.mqtt.client as paho
 from paho.mqtt.client import ConnectFlags, DisconnectFlags
-from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from ..config import Config
-from .client_setup import ErrorOnce, no_delay, set_credentials
+from .client_setup import ErrorOnce, new_client
 
 _LOGGER = logging.getLogger(__name__)
 _MAX_PACKET: Final = 8192
@@ -61,19 +60,12 @@ class SideConnection:
         """The broker confirmed the subscriptions: a setting sent now reaches us."""
         self._stopping = False
         self._errors = ErrorOnce(_LOGGER)
-        client = paho.Client(CallbackAPIVersion.VERSION2, client_id=config.client_id + SUFFIX,
-                             protocol=MQTTProtocolVersion.MQTTv5)
-        client.suppress_exceptions = True
-        client.enable_logger(logging.getLogger("edged.paho"))
-        client.reconnect_delay_set(self._mqtt.reconnect_min_s,  # type: ignore[arg-type]
-                                   self._mqtt.reconnect_max_s)  # type: ignore[arg-type]
-        set_credentials(client, config)
+        client = new_client(config, config.client_id + SUFFIX)
         client.on_connect = self._on_connect
         client.on_connect_fail = self._on_connect_fail
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
         client.on_subscribe = self._on_subscribe
-        client.on_socket_open = no_delay
         self._client = client
         self._props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
         self._props.ReceiveMaximum = _RECEIVE_MAXIMUM
