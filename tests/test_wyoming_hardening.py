@@ -254,19 +254,9 @@ def test_wyoming_refuses_what_mqtt_and_http_refuse_by_the_one_text_rule(
     refused already by the one request policy (issue 24, before this work); the names were
     not: a lone surrogate in a ping's text was echoed into a pong that could not be encoded
     (a traceback in the log, the connection dropped unanswered)."""
-    async def ask(raw: bytes) -> list[Event]:
-        reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
-        writer.write(raw)
-        await writer.drain()
-        events = []
-        while (event := await async_read_event(reader)) is not None:
-            events.append(event)
-        writer.close()
-        return events
-
     for name, character, named in _REFUSED_CHARACTERS:
         text = f"Beware{character}here"
-        events = served.run(ask(send(text)))
+        events = served.run(_until_closed(served.port, send(text)))
         errors = [e for e in events if e.type == "error"]
         assert errors, f"{way} with {name}: no error, got {[e.type for e in events]}"
         assert errors[-1].data["code"] == "bad-request"

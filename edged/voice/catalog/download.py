@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO, Final
 
 from ... import __version__
+from ...files import pid_alive
 from ..errors import VoiceError
 
 MAX_BYTES: Final = 512 << 20
@@ -111,19 +112,9 @@ def _remove_stale_parts(folder: Path) -> None:
     """Parts left by a download that was killed (SIGKILL, power cut): their process is gone."""
     for stale in folder.glob(f"{_PART_PREFIX}*.part"):
         pid = stale.name.removeprefix(_PART_PREFIX).split(".")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             with contextlib.suppress(OSError):
                 stale.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # someone else's process
-    return True
 
 
 def _fetch(url: str, sink: IO[bytes], max_bytes: int, limits: Limits,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...files import pid_alive
 from ...memory import map_large_allocations
 from ..onnx import open_session
 from ..piper.prepared import FORMAT, MANIFEST, cpu_signature, file_digest, ort_version, read_prepared
@@ -187,18 +188,8 @@ def _remove_leftovers(folder: Path) -> None:
     """Work folders of preparers that died (killed at the timeout, power cut): tens of MB each."""
     for leftover in folder.parent.glob(f".{folder.name}.*"):
         pid = leftover.name.removeprefix(f".{folder.name}.").split(".")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(leftover, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:
