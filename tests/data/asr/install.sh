@@ -9,8 +9,8 @@
 # objects, which several unrelated public projects pin): the hashes are checked below.
 #
 # Idempotent: a second run checks a marker and returns in well under a second.
-# (A copy of ../shared/asr/install.sh: the long tests and bench/intelligibility.py install the
-# judge from the repository alone.)
+# (Copied into the repository from the shared judge, so that the long tests and
+# bench/intelligibility.py install the judge from a clone alone: nothing here reads outside it.)
 # Env: ASR_ROOT (default /tmp/asr), ASR_VENV (default $ASR_ROOT/venv).
 set -euo pipefail
 ROOT=${ASR_ROOT:-/tmp/asr}
