@@ -336,6 +336,7 @@ def test_installed_edged_accepts_its_config_and_speaks(workspace: Workspace, dep
         assert a.readframes(a.getnframes()) == b.readframes(b.getnframes())
 
 
+@pytest.mark.long  # more plays of the role: `make test` keeps the first deployment and its speech
 def test_second_run_changes_nothing(workspace: Workspace, deployment: Play) -> None:
     """Idempotence: the same play again reports changed=0 (the rebuilt wheel is
     byte-identical, voices match their sha256, the cache is warm) and restarts nothing."""
@@ -357,6 +358,7 @@ def test_rendered_unit_matches_the_repository_unit(workspace: Workspace,
     assert deployment.status("Install the systemd unit") == ["changed"]
 
 
+@pytest.mark.long  # more plays of the role: `make test` keeps the first deployment and its speech
 def test_check_diff_shows_drift_and_changes_nothing(workspace: Workspace,
                                                     deployment: Play) -> None:
     """--check --diff on a deployed device: a local edit of the config shows up as a diff and
@@ -377,6 +379,7 @@ def test_check_diff_shows_drift_and_changes_nothing(workspace: Workspace,
         ws.config.write_bytes(original)
 
 
+@pytest.mark.long  # more plays of the role: `make test` keeps the first deployment and its speech
 def test_check_mode_on_a_new_device_creates_nothing(workspace: Workspace, deployment: Play,
                                                     tmp_path: Path) -> None:
     """--check --diff on an empty root with user creation and TLS files: the run succeeds,
@@ -410,6 +413,7 @@ def test_check_mode_on_a_new_device_creates_nothing(workspace: Workspace, deploy
     assert key_marker not in play.out and _PASSWORD not in play.out
 
 
+@pytest.mark.long  # more plays of the role: `make test` keeps the first deployment and its speech
 def test_bad_config_is_rejected_and_the_old_one_stays(workspace: Workspace,
                                                       deployment: Play) -> None:
     """`edged check-config` on the device rejects a bad rendered config: the host fails with
@@ -424,6 +428,7 @@ def test_bad_config_is_rejected_and_the_old_one_stays(workspace: Workspace,
     assert ws.config.read_bytes() == before
 
 
+@pytest.mark.long  # more plays of the role: `make test` keeps the first deployment and its speech
 def test_voice_checksum_mismatch_fails(workspace: Workspace, deployment: Play,
                                        voice_server: VoiceServer) -> None:
     """A voice file whose bytes do not match the catalog's sha256 fails the host and is not
@@ -438,6 +443,7 @@ def test_voice_checksum_mismatch_fails(workspace: Workspace, deployment: Play,
         assert _sha256(ws.voice_dir / name) == sha
 
 
+@pytest.mark.long  # more plays of the role: `make test` keeps the first deployment and its speech
 def test_unknown_voice_is_named(workspace: Workspace, deployment: Play) -> None:
     """A voice that is not in the catalog stops the host before anything is installed."""
     play = _play(workspace, "--tags", "voices", extra={"edged_voice_name": "no_such_voice"})
@@ -446,6 +452,7 @@ def test_unknown_voice_is_named(workspace: Workspace, deployment: Play) -> None:
     assert "known voices: " in play.out and "tiny" in play.out
 
 
+@pytest.mark.long  # more plays of the role: `make test` keeps the first deployment and its speech
 def test_index_mode_recognises_the_installed_package(workspace: Workspace,
                                                      deployment: Play) -> None:
     """edged_install_from=index pip-installs edged_pip_spec (here from the wheel folder as
@@ -463,6 +470,7 @@ def test_index_mode_recognises_the_installed_package(workspace: Workspace,
     assert play.status("Build the edged wheel on the controller") == ["skipping"]
 
 
+@pytest.mark.long  # more plays of the role: `make test` keeps the first deployment and its speech
 def test_waits_for_the_daemon_to_be_online(workspace: Workspace, deployment: Play,
                                            auth_broker: Broker) -> None:
     """The wait step passes once the installed daemon (started here as systemd would) says

@@ -98,6 +98,8 @@ def test_events_made_while_the_broker_is_down_arrive_after_it_returns(
                  for i in range(len(ids))]
         for rid, text in zip(ids, texts, strict=True):
             w.say({"text": text, "id": rid})
+        for rid in ids:  # each one in the daemon's hands before the broker goes
+            w.event(rid, "queued")
         w.event(ids[0], "started")
         broker.stop(signal.SIGTERM)
         wait_log(d, "Disconnected from the broker")

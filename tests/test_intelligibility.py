@@ -21,7 +21,8 @@ _MAX_WER = 0.25
 
 
 @pytest.mark.voice
-@pytest.mark.parametrize("precision", ["float32", "int8"])
+@pytest.mark.parametrize("precision", [  # the default precision in `make test`
+    pytest.param("float32", marks=pytest.mark.long), "int8"])
 def test_corpus_is_understood_by_a_recognizer(tmp_path: Path, default_voice_path: Path,
                                                prepared_voices: PreparedVoices,
                                                precision: str) -> None:

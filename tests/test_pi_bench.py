@@ -46,6 +46,7 @@ def first_audio(cells: list[str]) -> float:
     return float(match.group(1))
 
 
+@pytest.mark.long  # runs the whole Pi bench script: 20 s
 @pytest.mark.timeout(300)
 def test_pi_sh_measures_the_table_rows_on_this_machine(tmp_path: Path) -> None:
     """bench/pi.sh (edged only, three corpus lines) prepares the default voice, measures edged on

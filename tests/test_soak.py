@@ -45,6 +45,8 @@ def _assert_books(result: dict) -> None:
     assert [k["what"] for k in result["kills"]].count("daemon") == result["plan"]["daemon_kills"]
 
 
+# A soak: a minute of the suite's time (exactly-once across kills: test_daemon_faults too).
+@pytest.mark.long
 @pytest.mark.timeout(300)
 def test_short_soak_500_announcements_two_kills_each(tmp_path: Path,
                                                      tiny_voice_path: Path) -> None:

@@ -41,6 +41,18 @@ def no_delay(_client: paho.Client, _u: Any, sock: socket.socket | Any) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
+class _NotConnectedNoise(logging.Filter):
+    """paho 2.2 logs an ERROR ("Client is not connected ...") at every reconnect attempt while
+    the broker is away: four a second with two connections. `on_connect_fail` says it once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Client is not connected")
+
+
+_PAHO_LOG = logging.getLogger("edged.paho")
+_PAHO_LOG.addFilter(_NotConnectedNoise())
+
+
 def new_client(config: Config, client_id: str, *, manual_ack: bool = False) -> paho.Client:
     """An MQTT 5 paho client as both of the daemon's connections use it: exceptions kept in,
     paho's log under edged.paho, the configured backoff, credentials and TLS, no Nagle delay.
@@ -48,7 +60,7 @@ def new_client(config: Config, client_id: str, *, manual_ack: bool = False) -> p
     client = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id,
                          protocol=MQTTProtocolVersion.MQTTv5, manual_ack=manual_ack)
     client.suppress_exceptions = True  # backstop: our callbacks catch everything anyway
-    client.enable_logger(logging.getLogger("edged.paho"))
+    client.enable_logger(_PAHO_LOG)
     # paho's stub says int; its backoff arithmetic takes float seconds as well.
     client.reconnect_delay_set(config.mqtt.reconnect_min_s,  # type: ignore[arg-type]
                                config.mqtt.reconnect_max_s)  # type: ignore[arg-type]
