@@ -140,6 +140,48 @@ def test_a_critical_stream_goes_first_at_the_next_step(scheduler: Scheduler) -> 
     assert log == ["normal0", "critical0", "critical1", "normal1", "normal2"]
 
 
+def test_until_a_critical_stream_has_its_first_chunk_no_worker_starts_other_work() -> None:
+    """Two workers: one finishes a normal announcement's window while the other makes a critical
+    alarm's first chunk. It does not start the announcement's next window beside the alarm (on
+    a 2-core device that would take half the cores from the alarm's first sound); once the
+    alarm's first chunk is out, it does."""
+    two = Scheduler(2, {"a": 1, "b": 1}, depth=3)
+    two.start()
+    log: list[str] = []
+    in_normal, release_normal = threading.Event(), threading.Event()
+    in_critical, next_normal = threading.Event(), threading.Event()
+
+    def normal() -> Iterator[Audio]:
+        for i in range(3):
+            log.append(f"normal{i}")
+            if i == 0:
+                in_normal.set()
+                release_normal.wait(_TIMEOUT_S)
+            if i == 1:
+                next_normal.set()
+            yield _chunk(i)
+
+    def critical() -> Iterator[Audio]:
+        in_critical.set()
+        release_normal.set()  # the other worker's window ends while the alarm's first is made
+        # Nothing else can signal "the other worker stayed idle": a bounded wait for the
+        # announcement's next window to start beside this one (it starts at once without the rule).
+        next_normal.wait(0.5)
+        log.append("critical0")
+        yield _chunk(10)
+        yield _chunk(11)
+
+    try:
+        slow = two.submit(lambda _lanes: normal(), rank=2, source="a")
+        assert in_normal.wait(_TIMEOUT_S)
+        urgent = two.submit(lambda _lanes: critical(), rank=0, source="b")
+        assert [int(c.samples[0]) for c in urgent] == [10, 11]
+        assert [int(c.samples[0]) for c in slow] == [0, 1, 2]
+    finally:
+        two.stop()
+    assert log.index("critical0") < log.index("normal1"), log
+
+
 def test_each_source_is_bounded_on_its_own(scheduler: Scheduler) -> None:
     """A source at its limit gets Busy at once; another source is not affected; a stream that
     ends frees its slot."""

@@ -16,6 +16,9 @@ step at a time, and hand the audio out as streams.
   encoder: voice/lanes.py) that idle workers run, best priority first like steps; the stream
   takes their results in order and runs itself what nobody has started. So one announcement uses
   every worker, and a critical one still gets the next worker that finishes a window.
+- Until a critical stream (rank 0) has its first chunk, no worker starts other work: the cores
+  are its own for its encoder and first window, and its first sound waits for the windows
+  already running elsewhere, not for ones started beside it.
 - Workers: as many as `voice/sizing.py` says the cores and the memory budget hold.
 """
 
@@ -34,6 +37,8 @@ from ..voice.lanes import Claimable, Lanes
 _LOGGER = logging.getLogger(__name__)
 Steps = Callable[[Lanes | None], Iterator[Audio]]
 """What a source submits: given the stream's lanes, a generator of its audio, one step per next()."""
+URGENT: Final = 0
+"""The rank of a critical announcement (daemon/priorities.py)."""
 DEPTH: Final = 2
 """Chunks a stream is synthesized ahead of its consumer: playback and inference overlap, and a
 chunk is at most one window (~1.1 s of audio, 50 KB)."""
@@ -59,6 +64,8 @@ class AudioStream(Iterator[Audio]):
         self.items: deque[Audio] = deque()
         self.running = False
         self.ended = False
+        self.heard = False
+        """Its first chunk is made."""
         self.closed = False
         self.error: BaseException | None = None
         self.counted = True
@@ -235,9 +242,13 @@ class Scheduler:
         """The best stream with room ahead, or an offered job at least as urgent (lock held);
         None: nothing to do now. Jobs come first among equals: they are older work."""
         self._jobs = [(s, j) for s, j in self._jobs if not j.started]
-        job = min(self._jobs, key=lambda e: (e[0].rank, e[0].seq), default=None)
+        urgent = any(s.rank == URGENT and not s.heard for s in self._streams)
+        worst = URGENT if urgent else None  # only the alarm's work until its first sound
+        job = min(((s, j) for s, j in self._jobs if worst is None or s.rank <= worst),
+                  key=lambda e: (e[0].rank, e[0].seq), default=None)
         runnable = [s for s in self._streams
-                    if not s.running and not s.ended and len(s.items) < self._depth]
+                    if not s.running and not s.ended and len(s.items) < self._depth
+                    and (worst is None or s.rank <= worst)]
         stream = min(runnable, key=lambda s: (s.rank, s.seq), default=None)
         if job is not None and (stream is None or
                                 (job[0].rank, job[0].seq) <= (stream.rank, stream.seq)):
@@ -272,6 +283,7 @@ class Scheduler:
                 self._end(stream, error)
             elif not closed:
                 stream.items.append(item)
+                stream.heard = True
             self._cond.notify_all()
         if closed and item is not None:  # the consumer left during the step: drop it now
             _close(stream.steps)
