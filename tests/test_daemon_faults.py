@@ -107,6 +107,8 @@ def test_events_made_while_the_broker_is_down_arrive_after_it_returns(
             wait_log(d, f"Finished request {rid}", timeout=30)
         log = d.log_text()
         assert log.index("Disconnected from the broker") < log.index(f"Finished request {ids[-1]}")
+        # paho 2.2 logs an ERROR at each reconnect attempt; the daemon says it once instead
+        assert "Client is not connected" not in log
         broker.start()
         for rid in ids:
             assert w.final(rid)["event"] == "finished"
