@@ -48,8 +48,8 @@ _STYLE_NAME: Final = re.compile(r"[a-z]{2}_[a-z0-9]+")
 def split_name(name: str) -> tuple[str, str]:
     """(style, language) of a Kokoro voice name without its prefix: "jf_alpha" -> (jf_alpha,
     ja), "af_heart@ko" -> (af_heart, ko); VoiceError for anything else."""
-    style, _, language = name.partition("@")
-    language = language or LANGUAGE_BY_PREFIX.get(style[:1], "")
+    style, at, language = name.partition("@")
+    language = language or ("" if at else LANGUAGE_BY_PREFIX.get(style[:1], ""))
     if not _STYLE_NAME.fullmatch(style) or language not in SPOKEN:
         raise VoiceError(f"voice kokoro:{name}: edged speaks Kokoro's Japanese (j*), Mandarin (z*) "
                          f"and English (a*, b*) voices, and any style with @ko or @yue "
