@@ -118,6 +118,7 @@ def _serve(body: bytes):
 def test_af_heart_pulled_from_a_loopback_registry_speaks(tmp_path: Path) -> None:
     """`edged voices pull af_heart` from a loopback registry (a tarball holding the real style,
     which `make test-long` pulled once from npm and which must match models/voices.yaml), then
+    it is listed (`edged voices`: the listing Wyoming's describe and /api/voices share), and
     `edged say --voice kokoro:af_heart` writes a WAV of speech: 24 kHz, a plausible length for
     the line, no silent quarter. Needs edged[en] (the model package): make test-long."""
     pulled = Path(os.environ.get("EDGED_TEST_VOICES", "")) / "kokoro" / "af_heart.bin"
@@ -141,6 +142,10 @@ def test_af_heart_pulled_from_a_loopback_registry_speaks(tmp_path: Path) -> None
     config.write_text(yaml.safe_dump({"voice": {"dirs": [str(voices)]},
                                       "cache": {"dir": str(tmp_path / "cache")},
                                       "limits": {"memory_mb": 800}}))
+    r = subprocess.run([*EDGED, "voices", "-c", str(config)], capture_output=True, text=True,
+                       timeout=60)
+    listed = [line.split() for line in r.stdout.splitlines() if "kokoro:af_heart" in line]
+    assert listed and listed[0][1:3] == ["en", "kokoro"], r.stdout  # the one listing of all
     r = subprocess.run([*EDGED, "say", "-c", str(config), "--voice", "kokoro:af_heart", "-o",
                         str(wav), "The washing machine is finished."],
                        capture_output=True, text=True, timeout=120)
