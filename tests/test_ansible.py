@@ -592,3 +592,32 @@ def test_the_profile_follows_the_devices_ram(workspace: Workspace, tmp_path: Pat
         assert config.languages.zh == (None if profile == "low-memory" else "kokoro:zm_yunjian")
         if profile == "low-memory":
             assert (config.voice.sleep_after_s, config.http.enabled) == (60.0, False)
+
+
+def test_an_english_kokoro_voice_is_offered_where_it_fits(workspace: Workspace,
+                                                          tmp_path: Path) -> None:
+    """edged_english_voice: af_heart on an English-only device (issue 26): a 4 GB Pi offers
+    kokoro:af_heart beside Piper (`voices:`, the voice folder searched, limits.memory_mb 800 and
+    the unit's MemoryMax from it), Piper staying the configured voice; a Zero 2 W (low-memory)
+    cannot afford Kokoro and gets none of it."""
+    ws = workspace
+    vault_pass = tmp_path / "vault-pass"
+    vault_pass.write_text("edged-example\n")
+    for ram_mb, memory_mb, voices in ((3796, 800, ["kokoro:af_heart"]), (427, 160, [])):
+        root = tmp_path / str(ram_mb)
+        play = _play(
+            ws, "--limit", "kitchen", "--tags", "config,unit", "--vault-password-file",
+            str(vault_pass), inventory=ANSIBLE_DIR / "inventory/example/hosts.yml",
+            vars_file=False,
+            extra={"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                   "ansible_become": False, "edged_root": str(root), "edged_memtotal_mb": ram_mb,
+                   "edged_english_voice": "af_heart", "edged_mqtt_tls_ca_src": "",
+                   "edged_config_validate": "", "edged_warm_cache": False,
+                   "edged_manage_service": False})
+        assert play.rc == 0, play.out
+        config = load_config(root / "etc/edged/edged.yaml")
+        assert (list(config.voices), config.limits.memory_mb) == (voices, memory_mb)
+        assert (root / "opt/edged/voices" in config.voice.dirs) == bool(voices)
+        assert config.voice.name == "en_US-joe-medium" and config.languages.en is None
+        unit = (root / "etc/systemd/system/edged.service").read_text()
+        assert f"MemoryMax={math.ceil(memory_mb * 1.28)}M" in unit

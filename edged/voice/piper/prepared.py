@@ -26,6 +26,7 @@ import xxhash
 
 from ...files import read_bounded
 from ..onnx import Arena, open_session
+from ..prepare.progress import run_followed
 from .model import Model, WholeModel
 from .windows import FlowPart, SplitModel, largest_window
 
@@ -162,7 +163,8 @@ def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: st
     """The prepared model for `onnx_path`, preparing it first when needed; None when that fails.
 
     `status` hears that preparing starts, and how long it may take (the daemon's STATUS= line,
-    which extends systemd's start timeout by it: seconds here, minutes on a small Pi). The
+    which extends systemd's start timeout by it: seconds here, minutes on a small Pi), then
+    each stage as it starts; each stage's time is logged (prepare/progress.py). The
     graph rewrites are timed with `threads` for the encoder and one thread for the decoder when
     `lanes` > 1 (tune.py); a folder prepared for other settings is used as it is."""
     folder = prepared_folder(cache_dir, onnx_path, sha256, precision)
@@ -176,18 +178,18 @@ def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: st
     start = time.monotonic()
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
+        code, stderr = run_followed(
             [sys.executable, "-m", "edged.voice.prepare", str(onnx_path), str(folder), sha256,
              "--precision", precision, "--threads", str(threads),
              "--decoder-threads", str(1 if lanes > 1 else threads),
              *([] if rewrites else ["--no-rewrites"])],
-            capture_output=True, text=True, timeout=_PREPARE_TIMEOUT_S, check=False)
+            onnx_path.name, status, _PREPARE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as err:
         _LOGGER.warning("Voice %s: cannot prepare it (%s); loading it directly", onnx_path.name, err)
         return None
     prepared = read_prepared(folder, sha256, precision)
-    if done.returncode != 0 or prepared is None:
-        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+    if code != 0 or prepared is None:
+        why = (stderr.strip().splitlines() or [f"exit status {code}"])[-1]
         _LOGGER.warning("Voice %s: cannot prepare it (%s); loading it directly", onnx_path.name, why)
         return None
     _LOGGER.info("Prepared voice %s in %.1f s: %s", onnx_path.name, time.monotonic() - start,

@@ -31,6 +31,7 @@ from ...memory import map_large_allocations
 from ..onnx import open_session
 from ..piper.prepared import FORMAT, MANIFEST, cpu_signature, file_digest, ort_version, read_prepared
 from .probe import Layout, encoder_latent, probe_decoder, probe_feeds, probe_flow
+from .progress import Progress, stages_for
 
 if TYPE_CHECKING:
     import onnx
@@ -50,20 +51,24 @@ class Tuning:
 
 
 def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float32",
-            tuning: Tuning = Tuning()) -> None:
-    """Write the prepared model for `onnx_path` into `folder` (replacing a stale one)."""
+            tuning: Tuning = Tuning(), progress: Progress | None = None) -> None:
+    """Write the prepared model for `onnx_path` into `folder` (replacing a stale one);
+    `progress` hears each stage (progress.py)."""
     import onnx
 
     from .split import NotSplittable, quantize_int8, split_piper_graph
 
+    progress = progress or Progress(stages_for(precision))
     _remove_leftovers(folder)
     work = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     work.mkdir(parents=True)
     try:
         source = onnx_path
         if precision == "int8":
+            progress.begin("quantize")
             source = work / "int8-source.onnx"
             quantize_int8(onnx_path, source)
+        progress.begin("split")
         model = onnx.load(str(source))
         manifest: dict[str, Any] = {"format": FORMAT, "onnxruntime": ort_version(),
                                     "cpu": cpu_signature(), "source": str(onnx_path),
@@ -80,12 +85,15 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
             layout = Layout(split.latent, split.decoder_extra_inputs, split.flow_inputs,
                             split.flow_extra_inputs)
             split = None  # `parts` is emptied once saved: nothing else may hold the graphs
-            if not _prepare_split(work, onnx_path, parts, layout, manifest, tuning):
-                model = onnx.load(str(source))
+            if not _prepare_split(work, onnx_path, parts, layout, manifest, tuning, progress):
+                model = onnx.load(str(source))  # within "probe": it found the split unusable
+        else:
+            progress.begin("optimize")
         if manifest.get("kind") != "split":
             _save_optimized(model.SerializeToString(), work, "model", "ORT_ENABLE_EXTENDED")
             manifest["kind"] = "whole"
             manifest["inputs"] = _graph_inputs(model)
+        progress.begin("write")
         if source != onnx_path:
             source.unlink()
         manifest["files"] = {p.name: dict(zip(("size", "xxh3"), file_digest(p), strict=True))
@@ -93,17 +101,20 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
         (work / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         _move_into_place(work, folder, sha256, precision)
         _remove_stale(folder)
+        progress.end()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def _prepare_split(work: Path, onnx_path: Path, parts: dict[str, onnx.ModelProto],
-                   layout: Layout, manifest: dict[str, Any], tuning: Tuning) -> bool:
+                   layout: Layout, manifest: dict[str, Any], tuning: Tuning,
+                   progress: Progress) -> bool:
     """Encoder, flow and decoder saved (encoder and decoder each with the rewrites that pay here,
     tune.py), the decoder's and the flow's windows measured; False (and the reason in the
     manifest's note) when windowed decoding does not match the whole."""
     from .tune import choose
 
+    progress.begin("optimize")
     manifest["inputs"] = _graph_inputs(parts["encoder"])
     feeds = probe_feeds(onnx_path, {i.name for i in parts["encoder"].graph.input})
     flow = None
@@ -115,6 +126,7 @@ def _prepare_split(work: Path, onnx_path: Path, parts: dict[str, onnx.ModelProto
         encode=lambda encoder: encoder_latent(encoder, flow, layout, feeds),
         threads=tuning.threads, decoder_threads=tuning.decoder_threads, enabled=tuning.rewrites,
         save=lambda model, folder, name: _save_optimized(model, folder, name, "ORT_ENABLE_ALL"))
+    progress.begin("probe")
     encoder = open_session(work / "encoder.onnx", 1, level="ORT_DISABLE_ALL")
     # An arena of its own: its growth is what one window takes (probe.py).
     decoder = open_session(work / "decoder.onnx", 1, level="ORT_DISABLE_ALL", arena="own")
@@ -206,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     map_large_allocations()  # sessions made and dropped: their memory must leave (RSS measured)
     try:
         prepare(args.onnx, args.folder, args.sha256, args.precision,
-                Tuning(args.threads, args.decoder_threads, not args.no_rewrites))
+                Tuning(args.threads, args.decoder_threads, not args.no_rewrites),
+                Progress(stages_for(args.precision), sys.stdout))
     except Exception as err:  # the parent logs this one line and loads the voice directly
         print(f"{type(err).__name__}: {err}", file=sys.stderr)
         return 1

@@ -1,0 +1,86 @@
+"""Preparing a voice shows its progress (issue 26 §1): each stage of the child preparer logged
+by the parent with its time, in order, and named in systemd's STATUS= line as it starts, sent
+to a real NOTIFY_SOCKET (a datagram socket standing in for systemd) by the daemon's Notifier.
+The tiny VITS-shaped voice is prepared for real, in the child process, in well under a second."""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edged.notify import Notifier
+from edged.voice.catalog.hashes import file_sha256
+from edged.voice.piper.prepared import ensure_prepared
+from edged.voice.prepare.progress import run_followed
+from tests.harness.notify import NotifyListener
+from tests.harness.tiny_voice import make_tiny_vits_voice
+
+_LINE = re.compile(r"Preparing voice (\S+): stage (\d)/(\d) \((\w+)\) took (\d+\.\d) s")
+
+
+@pytest.fixture
+def notify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NotifyListener]:
+    listener = NotifyListener(tmp_path / "notify.sock")
+    monkeypatch.setenv("NOTIFY_SOCKET", str(listener.path))
+    yield listener
+    listener.close()
+
+
+def _stages_logged(caplog: pytest.LogCaptureFixture) -> list[tuple[str, ...]]:
+    found = [_LINE.fullmatch(r.getMessage()) for r in caplog.records]
+    return [m.groups() for m in found if m]
+
+
+@pytest.mark.parametrize(("precision", "stages"), [
+    ("float32", ["split", "optimize", "probe", "write"]),
+    ("int8", ["quantize", "split", "optimize", "probe", "write"]),
+])
+def test_each_stage_is_logged_with_its_time_and_named_in_status(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, notify: NotifyListener,
+        precision: str, stages: list[str]) -> None:
+    """One log line per stage, in order, numbered N/M with its time; the STATUS= line names
+    each stage as it starts (after the first "preparing voice" line that extends the start
+    timeout)."""
+    onnx_path = make_tiny_vits_voice(tmp_path / "v" / "vits.onnx")
+    caplog.set_level(logging.INFO)
+    with Notifier() as notifier:
+        assert ensure_prepared(onnx_path, file_sha256(onnx_path), tmp_path / "cache", precision,
+                               status=notifier.status) is not None
+    total = str(len(stages))
+    assert [line[:4] for line in _stages_logged(caplog)] == [
+        ("vits.onnx", str(n), total, name) for n, name in enumerate(stages, 1)]
+    last = f"Preparing voice vits.onnx: stage {total}/{total} (write)"
+    end = notify.wait(lambda d: d.fields.get("STATUS") == last)
+    statuses = [d.fields["STATUS"] for d in notify.got[:end + 1] if "STATUS" in d.fields]
+    assert statuses[0].startswith("preparing voice vits.onnx (once per model")
+    assert statuses[1:] == [f"Preparing voice vits.onnx: stage {n}/{total} ({name})"
+                            for n, name in enumerate(stages, 1)]
+
+
+def test_a_graph_prepared_whole_skips_the_probe(tmp_path: Path, tiny_voice_path: Path,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """A voice that cannot be split has no windows to measure: its stages are 1, 2 and 4 of 4
+    (the numbers stay those of the plan, so a log reader sees what was skipped)."""
+    onnx_path = tmp_path / "v" / "tiny.onnx"
+    onnx_path.parent.mkdir()
+    onnx_path.write_bytes(tiny_voice_path.read_bytes())
+    Path(f"{onnx_path}.json").write_bytes(Path(f"{tiny_voice_path}.json").read_bytes())
+    caplog.set_level(logging.INFO)
+    assert ensure_prepared(onnx_path, file_sha256(onnx_path), tmp_path / "cache") is not None
+    assert [(n, name) for _, n, _, name, _ in _stages_logged(caplog)] == [
+        ("1", "split"), ("2", "optimize"), ("4", "write")]
+
+
+def test_a_preparer_past_its_time_is_killed() -> None:
+    """The parent follows the child's stages but still bounds it: past the timeout the child
+    is killed and TimeoutExpired raised (ensure_prepared then loads the voice directly). The
+    child would sleep far past the test's own timeout: returning at all means it was killed."""
+    child = "import time; print('edged-prepare not json', flush=True); time.sleep(600)"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_followed([sys.executable, "-c", child], "slow.onnx", None, timeout_s=1.0)
