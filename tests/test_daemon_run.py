@@ -50,6 +50,41 @@ def test_private_broker_is_started_when_none_answers(tmp_path: Path,
         d.stop()
 
 
+def _preparers(cache: Path) -> list[int]:
+    """Pids of voice preparers (python -m edged.voice.prepare) working for `cache`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if b"edged.voice.prepare" in cmdline and str(cache).encode() in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
+def test_a_stop_while_the_first_start_prepares_leaves_no_broker_or_preparer(
+        tmp_path: Path, default_voice_path: Path) -> None:
+    """`make run` stopped (systemd, Ctrl-C) during its first start, while the voice is being
+    prepared (seconds, before the daemon handles signals): the private mosquitto it started and
+    the preparing child stop with it. Before, both were left running."""
+    port = free_port()
+    d = DaemonProc(tmp_path / "d", port, f"edged-test/{uuid.uuid4().hex[:8]}", default_voice_path)
+    d.config["mqtt"]["host"] = "localhost"
+    cache = tmp_path / "d" / "cache"
+    d.start(None, "--private-broker-if-needed")
+    try:
+        wait_log(d, "a private mosquitto was started")
+        wait_log(d, "Preparing voice", timeout=60)
+        assert _preparers(cache), "the voice was not being prepared"
+        d.signal(signal.SIGTERM)
+        assert d.wait(15) == 0
+        assert not _port_open(port), "the private broker outlived the daemon"
+        assert not _preparers(cache), "the preparing child outlived the daemon"
+    finally:
+        d.stop()
+
+
 def test_no_private_broker_when_one_answers(tmp_path: Path, broker: Broker,
                                             unique_prefix: str, tiny_voice_path: Path) -> None:
     """With a broker already listening, the flag changes nothing and the broker stays up."""

@@ -25,6 +25,7 @@ _LOGGER = logging.getLogger(__name__)
 _BROKER_PID_ENV: Final = "EDGED_PRIVATE_BROKER_PID"
 _LOOPBACK: Final = ("localhost", "127.0.0.1", "::1")
 
+_SYSTEMD_ENV: Final = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID")
 
 def answers(host: str, port: int) -> bool:
     try:
@@ -61,16 +62,22 @@ def adopt_or_start(config: Config) -> int | None:
         f"persistence true\npersistence_location {workdir}/\nautosave_interval 30\n"
         f"log_dest file {workdir}/mosquitto.log\nset_tcp_nodelay true\n"
     )
+    # Not systemd's child: mosquitto would say READY=1 on edged's notify socket before edged is.
+    env = {k: v for k, v in os.environ.items() if k not in _SYSTEMD_ENV}
     proc = subprocess.Popen([mosquitto, "-c", str(conf)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                             start_new_session=True)  # Ctrl-C reaches us, and we stop it
     deadline = time.monotonic() + 5.0
-    while not answers(host, port):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise CommandError(f"could not start a private mosquitto on {host}:{port}; see "
-                               f"{workdir}/mosquitto.log")
-        time.sleep(0.05)  # polling a port: there is no event to wait on
+    try:
+        while not answers(host, port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise CommandError(f"could not start a private mosquitto on {host}:{port}; "
+                                   f"see {workdir}/mosquitto.log")
+            time.sleep(0.05)  # polling a port: there is no event to wait on
+    except BaseException:  # that error, or a stop meanwhile: it is not left running
+        proc.kill()
+        proc.wait()
+        raise
     os.environ[_BROKER_PID_ENV] = str(proc.pid)
     prefix = config.topic_prefix
     print(f"edged: no MQTT broker answered at {host}:{port}, so a private mosquitto was started "

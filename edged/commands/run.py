@@ -66,6 +66,12 @@ def run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, output=args.output)
     if not getattr(args, "debug", False):
         logging.getLogger().setLevel(config.log_level.upper())
+    if args.private_broker_if_needed:
+        # Until serve() takes the signals over (a first start prepares the voice for seconds),
+        # a stop still ends in the `finally` below: the default action would leave the
+        # private broker running.
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, _exit_quietly)
     broker = private_broker.adopt_or_start(config) if args.private_broker_if_needed else None
     reload = False
     try:
@@ -77,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
         _LOGGER.warning("Reloading: re-executing with the new config")
         os.execv(sys.executable, [sys.executable, "-m", "edged", *sys.argv[1:]])
     return 0
+
+
+def _exit_quietly(_signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 def serve(config: Config, output: Output | None = None) -> bool:

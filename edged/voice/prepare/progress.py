@@ -114,6 +114,10 @@ def run_followed(command: list[str], voice: str, status: Callable[[str], None] |
             with child.stdout:
                 follow(child.stdout, voice, status)  # ends when the child closes its stdout
             code = child.wait()
+        except BaseException:  # a stop while preparing (SystemExit from `edged run`): no orphan
+            child.kill()
+            child.wait()
+            raise
         finally:
             timer.cancel()
         if expired.is_set():
