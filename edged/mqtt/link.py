@@ -103,15 +103,18 @@ class MqttLink:
         """Connect in the background; returns at once, also when the broker is down."""
         _LOGGER.info("Connecting to mqtt://%s:%d as %s (prefix %s)", self._mqtt.host,
                      self._mqtt.port, self._config.client_id, self.topics.prefix)
+        if self._routes:
+            # Made before this connection starts: its on_connect must see that `online` waits
+            # for the settings subscriptions (made after, a setting sent right after `online`
+            # could come before them and be lost).
+            self._side = SideConnection(self._config, self._routes, self._wait_for_room,
+                                        self._say_online)
+            self._side.start()
         self._client.connect_async(
             self._mqtt.host, self._mqtt.port, keepalive=self._mqtt.keepalive_s,
             clean_start=False, properties=self._connect_props,
         )
         self._client.loop_start()
-        if self._routes:
-            self._side = SideConnection(self._config, self._routes, self._wait_for_room,
-                                        self._say_online)
-            self._side.start()
 
     def stop(self, timeout_s: float = 2.0) -> None:
         """Leave the synthesis pool, say `offline`, let queued packets (acks, events) go out,
