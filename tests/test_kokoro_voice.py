@@ -115,7 +115,16 @@ def test_only_the_first_piece_is_cut_short(kokoro: dict) -> None:
     chunks = [chunk.samples for chunk in voice.stream(text)]
     assert len(chunks) == 2
     gap = _silent_s(chunks[0], reverse=True) + _silent_s(chunks[1], reverse=False)
-    assert gap < 0.2, gap
+    assert gap < 0.1, gap
+
+
+def test_japanese_first_piece_ends_after_a_particle(kokoro: dict) -> None:
+    """Japanese is cut short only after a particle: 三人 (saɴ ɲiɴ) stays whole."""
+    voice = kokoro["ja"]
+    pieces = voice.tokens("お客様が三人いらっしゃいました。")
+    symbols = {token: symbol for symbol, token in voice._model.vocab.items()}
+    assert len(pieces) == 2
+    assert "".join(symbols[t] for t in pieces[0]).endswith(" ɡa"), pieces
 
 
 def test_steps_are_bounded_and_the_model_shared(kokoro: dict) -> None:

@@ -171,6 +171,17 @@ def test_streaming_first_clause_too_long_is_cut_between_words() -> None:
     ]
 
 
+def test_streaming_first_cut_only_after_accepted_words() -> None:
+    """With first_cut_after, the word cut ends after the last accepted word within the bound
+    (Japanese: a particle), and there is no cut when none is."""
+    words = "kʲoː βa ʥɨːɲiɡaʦɨ ɲiʥɨː joʔka desɨ."
+    after = {"βa", "ɡa"}.__contains__
+    assert [p.text for p in split_for_streaming([words], 100, len, 25, 5, after)] == \
+        ["kʲoː βa", "ʥɨːɲiɡaʦɨ ɲiʥɨː joʔka desɨ."]
+    assert split_for_streaming([words], 100, len, 25, 5, {"ɡa"}.__contains__) == \
+        [Piece(words, True)]
+
+
 def test_streaming_first_cut_prefers_a_clause_end() -> None:
     """Where whole clauses fit the first bound, the first piece ends at a clause, as without
     first_min_units."""
@@ -277,15 +288,16 @@ def test_streaming_keeps_every_word_in_bound(
     st.integers(1, 30),
     st.integers(1, 12),
     st.sampled_from(_MEASURES),
+    st.sampled_from([None, {"a", "is", "so,"}.__contains__]),
 )
 def test_streaming_short_first_piece(
     sentences: list[str], max_units: int, first_max: int, first_min: int,
-    measure: Callable[[str], int]
+    measure: Callable[[str], int], after: Callable[[str], bool] | None
 ) -> None:
     """With both first bounds: the first sentence is either cut as usual, or one first piece
     within first_max (both sides of the cut measuring first_min or more) followed by its rest
     cut as usual; later sentences are cut as usual."""
-    pieces = split_for_streaming(sentences, max_units, measure, first_max, first_min)
+    pieces = split_for_streaming(sentences, max_units, measure, first_max, first_min, after)
     usual = split_for_streaming(sentences, max_units, measure)
     assert " ".join(p.text for p in pieces).split() == " ".join(sentences).split()
     if pieces == usual:
@@ -293,5 +305,6 @@ def test_streaming_short_first_piece(
     first, rest = pieces[0].text, " ".join(sentences[0].split()[len(pieces[0].text.split()):])
     assert not pieces[0].ends_sentence and first_max < max_units
     assert first_min <= measure(first) <= first_max and measure(rest) >= first_min
+    assert after is None or after(first.split()[-1]) or first.endswith((",", ";", ":", "-", "—"))
     after = split_for_streaming([rest, *sentences[1:]], max_units, measure)
     assert pieces[1:] == after

@@ -56,6 +56,7 @@ def split_for_streaming(
     measure: Callable[[str], int],
     first_max_units: int | None = None,
     first_min_units: int | None = None,
+    first_cut_after: Callable[[str], bool] | None = None,
 ) -> list[Piece]:
     """All pieces of ``sentences`` to synthesize, in order, each tagged with ``ends_sentence``.
 
@@ -67,7 +68,10 @@ def split_for_streaming(
     usual. With it, that first clause is cut between words instead (the longest run of
     words within ``first_max_units``), and no cut is made for the first piece that would
     leave it, or the rest of its sentence, measuring under ``first_min_units``: a sentence
-    only a little longer than the bound is kept whole. Raises ValueError if a bound is < 1.
+    only a little longer than the bound is kept whole. ``first_cut_after`` (a word -> bool)
+    limits that cut to after the words it accepts (Japanese: a particle, so that a number and
+    its counter stay together): the last such word within the bound. Raises ValueError if a
+    bound is < 1.
     """
     _check_units("max_units", max_units)
     for name, value in (("first_max_units", first_max_units),
@@ -79,7 +83,8 @@ def split_for_streaming(
     for index, sentence in enumerate(sentences):
         tokens = sentence.split()
         if index == 0 and first_max_units is not None and first_max_units < max_units:
-            parts = _split_first(tokens, first_max_units, max_units, memo, first_min_units)
+            parts = _split_first(tokens, (first_max_units, max_units), memo, first_min_units,
+                                 first_cut_after)
         else:
             parts = _split_tokens(tokens, max_units, memo)
         pieces.extend(Piece(part, i == len(parts) - 1) for i, part in enumerate(parts))
@@ -165,10 +170,11 @@ def _even_cut(words: list[str], count: int) -> list[str]:
     return [" ".join(words[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)]
 
 
-def _split_first(tokens: list[str], first_max: int, max_units: int, memo: _Memo,
-                 least: int | None) -> list[str]:
+def _split_first(tokens: list[str], bounds: tuple[int, int], memo: _Memo, least: int | None,
+                 after: Callable[[str], bool] | None) -> list[str]:
     """The first sentence with a short first piece: whole clauses, else (with ``least``)
     words; as usual when neither makes a cut that leaves both sides at ``least`` or more."""
+    first_max, max_units = bounds
     if not tokens or memo.fits(" ".join(tokens), first_max):
         return [" ".join(tokens)] if tokens else []
     clauses = _clauses(tokens)
@@ -177,7 +183,10 @@ def _split_first(tokens: list[str], first_max: int, max_units: int, memo: _Memo,
     head = sum(len(clause) for clause in clauses[:count])  # in tokens
     if least is not None and not _both_sides(tokens, head, least, memo):
         head = _longest_fit(tokens, 0, first_max, memo)  # inside the first clause, at a word
-        if not _both_sides(tokens, head, least, memo):
+        while after is not None and head > 0 and not after(tokens[head - 1]):
+            head -= 1
+        if not (_both_sides(tokens, head, least, memo)
+                and memo.fits(" ".join(tokens[:head]), first_max)):
             head = 0
     if head in (0, len(tokens)):
         return _split_tokens(tokens, max_units, memo)
