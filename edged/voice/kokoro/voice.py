@@ -45,9 +45,10 @@ _LOGGER = logging.getLogger(__name__)
 RATE_HZ: Final = 24000
 MAX_TOKENS: Final = 100
 FIRST_TOKENS: Final = 24
-"""The first piece's bound: one inference costs about 0.5 s plus 27 ms a token here (2 cores,
-bench/results/kokoro_first.json), so a first piece of 24 tokens rather than a whole line of
-50-60 brings the first audio about 0.8 s earlier."""
+"""The first piece's bound. One inference costs about 0.5-0.9 s plus 30-45 ms a token here
+(2 shared cores; zh 20 tokens 1.7 s, 50 tokens 3.3 s: bench/results/kokoro_first.json), so a
+first piece of at most 24 tokens rather than a whole line (median 54 in Mandarin) brings first
+audio about 1.2 s earlier; below ~15 tokens the fixed cost dominates."""
 FIRST_MIN_TOKENS: Final = 8
 """No cut for the first piece leaves a side shorter than this: a 1-2 token fragment sounds
 clipped and saves little (the fixed cost of an inference dominates below 10 tokens)."""
