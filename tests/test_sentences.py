@@ -158,6 +158,44 @@ def test_streaming_first_clause_is_never_cut_for_latency() -> None:
     assert pieces == [Piece(_LONG, True)]
 
 
+def test_streaming_first_clause_too_long_is_cut_between_words() -> None:
+    """With first_min_units (Kokoro), a first clause over the first bound is cut after the last
+    word that fits; that piece is no sentence end (no pause after it) and the rest of the
+    sentence is packed as before."""
+    pieces = split_for_streaming([_LONG, "Bye."], 200, len, first_max_units=10,
+                                 first_min_units=3)
+    assert pieces == [
+        Piece("All doors", False),
+        Piece(_LONG.removeprefix("All doors "), True),
+        Piece("Bye.", True),
+    ]
+
+
+def test_streaming_first_cut_only_after_accepted_words() -> None:
+    """With first_cut_after, the word cut ends after the last accepted word within the bound
+    (Japanese: a particle), and there is no cut when none is."""
+    words = "kʲoː βa ʥɨːɲiɡaʦɨ ɲiʥɨː joʔka desɨ."
+    after = {"βa", "ɡa"}.__contains__
+    assert [p.text for p in split_for_streaming([words], 100, len, 25, 5, after)] == \
+        ["kʲoː βa", "ʥɨːɲiɡaʦɨ ɲiʥɨː joʔka desɨ."]
+    assert split_for_streaming([words], 100, len, 25, 5, {"ɡa"}.__contains__) == \
+        [Piece(words, True)]
+
+
+def test_streaming_first_cut_prefers_a_clause_end() -> None:
+    """Where whole clauses fit the first bound, the first piece ends at a clause, as without
+    first_min_units."""
+    assert split_for_streaming([_LONG], 200, len, 25, 3) == split_for_streaming([_LONG], 200,
+                                                                                len, 25)
+
+
+@pytest.mark.parametrize("sentence", ["Doors locked.", "All doors are locked."])
+def test_streaming_short_first_sentence_is_not_cut(sentence: str) -> None:
+    """A sentence within the first bound, or only a little over it (a cut would leave a side
+    under first_min_units: "All doors are" / "locked."), is one piece."""
+    assert split_for_streaming([sentence], 200, len, 18, 8) == [Piece(sentence, True)]
+
+
 def test_streaming_first_bound_above_max_is_ignored() -> None:
     """A first bound at or above max_units changes nothing."""
     assert split_for_streaming([_LONG], 70, len, 500) == split_for_streaming([_LONG], 70, len)
@@ -173,6 +211,8 @@ def test_streaming_bad_first_bound() -> None:
     """A bad first bound is reported by name."""
     with pytest.raises(ValueError, match="first_max_units must be an integer >= 1"):
         split_for_streaming(["a"], 10, len, 0)
+    with pytest.raises(ValueError, match="first_min_units must be an integer >= 1"):
+        split_for_streaming(["a"], 10, len, 5, 0)
 
 
 def test_streaming_measures_each_fitting_sentence_once() -> None:
@@ -239,3 +279,32 @@ def test_streaming_keeps_every_word_in_bound(
     assert not pieces or pieces[-1].ends_sentence
     for piece in pieces:
         assert piece.text and (measure(piece.text) <= max_units or " " not in piece.text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_texts(), min_size=1, max_size=3),
+    st.integers(2, 60),
+    st.integers(1, 30),
+    st.integers(1, 12),
+    st.sampled_from(_MEASURES),
+    st.sampled_from([None, {"a", "is", "so,"}.__contains__]),
+)
+def test_streaming_short_first_piece(
+    sentences: list[str], max_units: int, first_max: int, first_min: int,
+    measure: Callable[[str], int], after: Callable[[str], bool] | None
+) -> None:
+    """With both first bounds: the first sentence is either cut as usual, or one first piece
+    within first_max (both sides of the cut measuring first_min or more) followed by its rest
+    cut as usual; later sentences are cut as usual."""
+    pieces = split_for_streaming(sentences, max_units, measure, first_max, first_min, after)
+    usual = split_for_streaming(sentences, max_units, measure)
+    assert " ".join(p.text for p in pieces).split() == " ".join(sentences).split()
+    if pieces == usual:
+        return
+    first, rest = pieces[0].text, " ".join(sentences[0].split()[len(pieces[0].text.split()):])
+    assert not pieces[0].ends_sentence and first_max < max_units
+    assert first_min <= measure(first) <= first_max and measure(rest) >= first_min
+    assert after is None or after(first.split()[-1]) or first.endswith((",", ";", ":", "-", "—"))
+    after = split_for_streaming([rest, *sentences[1:]], max_units, measure)
+    assert pieces[1:] == after

@@ -9,9 +9,9 @@ single spaces give back the input's tokens in order.
   ``max_units`` is cut at clause ends (a token ending in , ; : or a dash, or a lone dash),
   packing as many whole clauses per piece as fit; a clause that alone is too long is cut at
   word boundaries the same way; a single word longer than ``max_units`` is its own piece.
-- ``split_for_streaming(sentences, max_units, measure, first_max_units)``: all pieces in order
-  as ``Piece(text, ends_sentence)``; the first piece may be kept shorter so that audio can
-  start early.
+- ``split_for_streaming(sentences, max_units, measure, first_max_units, first_min_units)``:
+  all pieces in order as ``Piece(text, ends_sentence)``; the first piece may be kept shorter so
+  that audio can start early (at a clause end, or with ``first_min_units`` between words).
 
 ``measure`` may be expensive (a phoneme count), so calls are kept few: one per sentence
 that fits; otherwise about 1 + log2(n) per piece, found by bisection over the number of
@@ -55,25 +55,36 @@ def split_for_streaming(
     max_units: int,
     measure: Callable[[str], int],
     first_max_units: int | None = None,
+    first_min_units: int | None = None,
+    first_cut_after: Callable[[str], bool] | None = None,
 ) -> list[Piece]:
     """All pieces of ``sentences`` to synthesize, in order, each tagged with ``ends_sentence``.
 
     Every sentence is cut as by ``split_long``. With ``first_max_units`` (smaller than
     ``max_units``), the first piece of the first sentence is the longest run of its whole
     clauses that measures at most ``first_max_units``, so the first audio comes early; the
-    rest of that sentence is then cut as usual. The first piece is never cut inside a
-    clause for this: if the first clause alone is longer, the sentence is cut as usual.
-    Raises ValueError if a bound is < 1.
+    rest of that sentence is then cut as usual. Without ``first_min_units`` the first piece is
+    never cut inside a clause: if the first clause alone is longer, the sentence is cut as
+    usual. With it, that first clause is cut between words instead (the longest run of
+    words within ``first_max_units``), and no cut is made for the first piece that would
+    leave it, or the rest of its sentence, measuring under ``first_min_units``: a sentence
+    only a little longer than the bound is kept whole. ``first_cut_after`` (a word -> bool)
+    limits that cut to after the words it accepts (Japanese: a particle, so that a number and
+    its counter stay together): the last such word within the bound. Raises ValueError if a
+    bound is < 1.
     """
     _check_units("max_units", max_units)
-    if first_max_units is not None:
-        _check_units("first_max_units", first_max_units)
+    for name, value in (("first_max_units", first_max_units),
+                        ("first_min_units", first_min_units)):
+        if value is not None:
+            _check_units(name, value)
     memo = _Memo(measure)
     pieces: list[Piece] = []
     for index, sentence in enumerate(sentences):
         tokens = sentence.split()
         if index == 0 and first_max_units is not None and first_max_units < max_units:
-            parts = _split_first(tokens, first_max_units, max_units, memo)
+            parts = _split_first(tokens, (first_max_units, max_units), memo, first_min_units,
+                                 first_cut_after)
         else:
             parts = _split_tokens(tokens, max_units, memo)
         pieces.extend(Piece(part, i == len(parts) - 1) for i, part in enumerate(parts))
@@ -92,11 +103,14 @@ class _Memo:
         self._measure = measure
         self._known: dict[str, int] = {}
 
-    def fits(self, text: str, max_units: int) -> bool:
+    def units(self, text: str) -> int:
         units = self._known.get(text)
         if units is None:
             units = self._known[text] = self._measure(text)
-        return units <= max_units
+        return units
+
+    def fits(self, text: str, max_units: int) -> bool:
+        return self.units(text) <= max_units
 
 
 def _clauses(tokens: list[str]) -> list[list[str]]:
@@ -156,16 +170,33 @@ def _even_cut(words: list[str], count: int) -> list[str]:
     return [" ".join(words[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)]
 
 
-def _split_first(tokens: list[str], first_max: int, max_units: int, memo: _Memo) -> list[str]:
+def _split_first(tokens: list[str], bounds: tuple[int, int], memo: _Memo, least: int | None,
+                 after: Callable[[str], bool] | None) -> list[str]:
+    """The first sentence with a short first piece: whole clauses, else (with ``least``)
+    words; as usual when neither makes a cut that leaves both sides at ``least`` or more."""
+    first_max, max_units = bounds
     if not tokens or memo.fits(" ".join(tokens), first_max):
         return [" ".join(tokens)] if tokens else []
     clauses = _clauses(tokens)
     joined = [" ".join(clause) for clause in clauses]
     count = _longest_fit(joined, 0, first_max, memo)
-    if count == 0 or count == len(clauses):
+    head = sum(len(clause) for clause in clauses[:count])  # in tokens
+    if least is not None and not _both_sides(tokens, head, least, memo):
+        head = _longest_fit(tokens, 0, first_max, memo)  # inside the first clause, at a word
+        while after is not None and head > 0 and not after(tokens[head - 1]):
+            head -= 1
+        if not (_both_sides(tokens, head, least, memo)
+                and memo.fits(" ".join(tokens[:head]), first_max)):
+            head = 0
+    if head in (0, len(tokens)):
         return _split_tokens(tokens, max_units, memo)
-    rest = [token for clause in clauses[count:] for token in clause]
-    return [" ".join(joined[:count]), *_split_tokens(rest, max_units, memo)]
+    return [" ".join(tokens[:head]), *_split_tokens(tokens[head:], max_units, memo)]
+
+
+def _both_sides(tokens: list[str], head: int, least: int, memo: _Memo) -> bool:
+    """Whether cutting before tokens[head] leaves at least ``least`` units on either side."""
+    return (0 < head < len(tokens) and memo.units(" ".join(tokens[:head])) >= least
+            and memo.units(" ".join(tokens[head:])) >= least)
 
 
 def _pack(atoms: list[str], max_units: int, memo: _Memo) -> list[tuple[str, bool]]:
