@@ -12,8 +12,9 @@ each further one 0.5 MB. Activation memory grows with the piece length (272 MB p
 tokens, 362 at 100, 971 at 500), so pieces are cut at clause ends, then at words, to at most
 100 tokens; each piece is one inference of 1-2 s on 2 cores (RTF 0.4-0.6): a critical
 announcement waits at most that long. First audio waits for the first piece's whole inference,
-so only that piece is cut short (`FIRST_TOKENS`: whole clauses, else between words, Mandarin at
-clauses only: `FIRST_BY_LANGUAGE`; later
+so in Japanese only that piece is cut short (`FIRST_TOKENS`: whole clauses, else between words;
+the other languages keep whole clauses within 60 until the judge says otherwise:
+`FIRST_BY_LANGUAGE`); later
 pieces keep their length, which costs fewer inferences and keeps the prosody of a whole clause).
 """
 
@@ -53,11 +54,16 @@ audio about 1.2 s earlier; below ~15 tokens the fixed cost dominates."""
 FIRST_MIN_TOKENS: Final = 8
 """No cut for the first piece leaves a side shorter than this: a 1-2 token fragment sounds
 clipped and saves little (the fixed cost of an inference dominates below 10 tokens)."""
-FIRST_BY_LANGUAGE: Final[dict[str, tuple[int, int | None]]] = {"zh": (32, None)}
-"""(first piece's bound, its fewest tokens at a cut between words; None: whole clauses only) where
-a language differs. Mandarin is cut at clause ends only: cut between words, the judge heard it
-worse on every measure of the development set (CER 0.081 -> 0.106, pinyin with tones 0.053 ->
-0.089: tones across the cut); whole clauses within 32 tokens are the cut it made before at 60."""
+EARLIER_FIRST: Final = (60, None)
+"""The first piece before it was cut short: the whole clauses within 60 tokens."""
+FIRST_BY_LANGUAGE: Final[dict[str, tuple[int, int | None]]] = {
+    "ja": (FIRST_TOKENS, FIRST_MIN_TOKENS)}
+"""(first piece's bound, its fewest tokens at a cut between words; None: whole clauses only) of
+the languages whose short first piece the judge heard no worse: Japanese. Mandarin keeps
+EARLIER_FIRST: cut between words, the judge heard it worse on every measure of the development
+set (CER 0.081 -> 0.106, pinyin with tones 0.053 -> 0.089: tones across the cut), and clauses
+within 32 left more lines uncut (first piece median 56 tokens against 53.5:
+bench/results/kokoro_first.json). English, Korean and Cantonese keep it too until measured."""
 _SENTENCE: Final = re.compile(r"[^。！？.!?\n]+[。！？.!?]*|[。！？.!?]+")
 _CUT_AFTER: Final = {"ja": frozenset({"ɡa", "βa", "o", "de", "mo", "to", "kaɾa", "made"})}
 """Where the short first piece may end between words, per language (any word elsewhere).
@@ -125,8 +131,8 @@ class KokoroVoice(OneSpeakerVoice):
         self._fingerprint = fingerprint
         self.sentence_pause_ms = sentence_pause_ms
         self.max_phonemes = max_tokens
-        self.first_tokens, self.first_min_tokens = FIRST_BY_LANGUAGE.get(
-            self.language, (FIRST_TOKENS, FIRST_MIN_TOKENS))
+        self.first_tokens, self.first_min_tokens = FIRST_BY_LANGUAGE.get(self.language,
+                                                                          EARLIER_FIRST)
         self._use_normalizer(date_order)
         self._phonemize = _phonemizer(self.language, british=style_name.startswith("b"))
         self._lock = threading.Lock()
