@@ -24,6 +24,7 @@ import sys
 import wave
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -561,25 +562,31 @@ def test_languages_size_memory_and_config(workspace: Workspace, tmp_path: Path) 
             assert config.languages.zh is None
 
 
+def _config_play(ws: Workspace, tmp_path: Path, host: str, ram_mb: int,
+                 **extra: Any) -> tuple[Play, Path]:
+    """The example inventory's `host` configured (tags config and unit) into its own root as a
+    device with `ram_mb` of RAM: the play (it succeeded) and the root."""
+    vault_pass = tmp_path / "vault-pass"
+    vault_pass.write_text("edged-example\n")
+    root = tmp_path / str(ram_mb)
+    play = _play(
+        ws, "--limit", host, "--tags", "config,unit", "--vault-password-file", str(vault_pass),
+        inventory=ANSIBLE_DIR / "inventory/example/hosts.yml", vars_file=False,
+        extra={"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+               "ansible_become": False, "edged_root": str(root), "edged_memtotal_mb": ram_mb,
+               "edged_mqtt_tls_ca_src": "", "edged_config_validate": "",
+               "edged_warm_cache": False, "edged_manage_service": False, **extra})
+    assert play.rc == 0, play.out
+    return play, root
+
+
 def test_the_profile_follows_the_devices_ram(workspace: Workspace, tmp_path: Path) -> None:
     """edged_profile auto: a device with less than 768 MB (a Zero 2 W reports about 427) gets
     `profile: low-memory`, limits.memory_mb 160 and the unit's MemoryHigh/MemoryMax from it, and
     its Mandarin speaks with espeak-ng (Kokoro never fits: no extras, no pull); a 4 GB Pi keeps
     the default profile, Kokoro and 800. The RAM is the gathered fact unless set, as here."""
-    ws = workspace
-    vault_pass = tmp_path / "vault-pass"
-    vault_pass.write_text("edged-example\n")
     for ram_mb, profile, memory_mb in ((427, "low-memory", 160), (3796, "default", 800)):
-        root = tmp_path / str(ram_mb)
-        play = _play(
-            ws, "--limit", "hall", "--tags", "config,unit", "--vault-password-file",
-            str(vault_pass), inventory=ANSIBLE_DIR / "inventory/example/hosts.yml",
-            vars_file=False,
-            extra={"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                   "ansible_become": False, "edged_root": str(root), "edged_memtotal_mb": ram_mb,
-                   "edged_mqtt_tls_ca_src": "", "edged_config_validate": "",
-                   "edged_warm_cache": False, "edged_manage_service": False})
-        assert play.rc == 0, play.out
+        play, root = _config_play(workspace, tmp_path, "hall", ram_mb)
         assert f"profile {profile} ({ram_mb} MB of RAM; limits.memory_mb {memory_mb})" in play.out
         config = load_config(root / "etc/edged/edged.yaml")
         assert (config.profile, config.limits.memory_mb) == (profile, memory_mb)
@@ -600,21 +607,9 @@ def test_an_english_kokoro_voice_is_offered_where_it_fits(workspace: Workspace,
     kokoro:af_heart beside Piper (`voices:`, the voice folder searched, limits.memory_mb 800 and
     the unit's MemoryMax from it), Piper staying the configured voice; a Zero 2 W (low-memory)
     cannot afford Kokoro and gets none of it."""
-    ws = workspace
-    vault_pass = tmp_path / "vault-pass"
-    vault_pass.write_text("edged-example\n")
     for ram_mb, memory_mb, voices in ((3796, 800, ["kokoro:af_heart"]), (427, 160, [])):
-        root = tmp_path / str(ram_mb)
-        play = _play(
-            ws, "--limit", "kitchen", "--tags", "config,unit", "--vault-password-file",
-            str(vault_pass), inventory=ANSIBLE_DIR / "inventory/example/hosts.yml",
-            vars_file=False,
-            extra={"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                   "ansible_become": False, "edged_root": str(root), "edged_memtotal_mb": ram_mb,
-                   "edged_english_voice": "af_heart", "edged_mqtt_tls_ca_src": "",
-                   "edged_config_validate": "", "edged_warm_cache": False,
-                   "edged_manage_service": False})
-        assert play.rc == 0, play.out
+        _, root = _config_play(workspace, tmp_path, "kitchen", ram_mb,
+                                    edged_english_voice="af_heart")
         config = load_config(root / "etc/edged/edged.yaml")
         assert (list(config.voices), config.limits.memory_mb) == (voices, memory_mb)
         assert (root / "opt/edged/voices" in config.voice.dirs) == bool(voices)
