@@ -80,7 +80,7 @@ def test_a_graph_prepared_whole_skips_the_probe(tmp_path: Path, tiny_voice_path:
 def test_a_preparer_past_its_time_is_killed() -> None:
     """The parent follows the child's stages but still bounds it: past the timeout the child
     is killed and TimeoutExpired raised (ensure_prepared then loads the voice directly). The
-    child would sleep far past the test's own timeout: returning at all means it was killed."""
-    child = "import time; print('edged-prepare not json', flush=True); time.sleep(600)"
+    child waits for a signal forever: returning at all means it was killed."""
+    child = "import signal; print('edged-prepare not json', flush=True); signal.pause()"
     with pytest.raises(subprocess.TimeoutExpired):
         run_followed([sys.executable, "-c", child], "slow.onnx", None, timeout_s=1.0)
