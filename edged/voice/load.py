@@ -50,7 +50,9 @@ def load_voice(config: Config, name: str | None = None,
                            dirs=voice_folders(config), threads=inference_threads(config),
                            sentence_pause_ms=config.voice.sentence_pause_ms,
                            date_order=config.frontend.date_order,
-                           hash_memo=config.cache.dir / HASH_MEMO_NAME)
+                           hash_memo=config.cache.dir / HASH_MEMO_NAME,
+                           prepare=config.voice.prepare, lanes=window_lanes(config),
+                           memory_mb=config.limits.memory_mb, status=status)
     return load_piper(config, name, status)
 
 

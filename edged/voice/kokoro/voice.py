@@ -40,8 +40,12 @@ from ..catalog.hashes import file_sha256
 from ..errors import VoiceError
 from ..lanes import Lanes
 from ..onnx import open_session, shrinking
+from ..piper.model import Decoded
+from ..piper.prepared import StatusLine
+from ..piper.windows import SplitModel
 from ..settings import SynthesisSettings
 from . import assets as kokoro_assets
+from .prepared import FIRST_WINDOW_FRAMES, PreparedKokoro, ensure_prepared
 
 _LOGGER = logging.getLogger(__name__)
 RATE_HZ: Final = 24000
@@ -76,36 +80,62 @@ _JOIN_KEEP_S: Final = 0.01
 """At a cut between words (the short first piece) the audio runs on: a 100 ms gap there was
 heard as a break (the judge wrote 、 or 。 inside Japanese words)."""
 _CLAUSE_MARKS: Final = tuple(",;:—–-!?.。，、；：！？")
-_models: weakref.WeakValueDictionary[tuple[str, int], KokoroModel] = weakref.WeakValueDictionary()
+_ModelKey = tuple[str, int, str, int, int]  # path, threads, prepared folder, lanes, memory_mb
+_models: weakref.WeakValueDictionary[_ModelKey, KokoroModel] = weakref.WeakValueDictionary()
 _models_lock = threading.Lock()
 
 
 class KokoroModel:
-    """The one ONNX session of the Kokoro model, shared by every Kokoro voice."""
+    """The Kokoro model as the process runs it, shared by every Kokoro voice: prepared
+    (`split`: encoder + decoder windows, prepared.py), or one ONNX session of the whole graph."""
 
-    def __init__(self, path: Path, threads: int) -> None:
+    def __init__(self, path: Path, threads: int, prepared: PreparedKokoro | None = None,
+                 lanes: int = 1, memory_mb: int = 512) -> None:
         try:
-            self._session = open_session(path, threads)
+            if prepared is not None:
+                self.split: SplitModel | None = prepared.open(threads, lanes=lanes,
+                                                              memory_mb=memory_mb)
+                self._session = None
+            else:
+                self.split, self._session = None, open_session(path, threads)
         except Exception as err:  # onnxruntime raises its own types for bad files
             raise VoiceError(f"{path}: not a loadable Kokoro model: {err}") from err
         self.vocab = kokoro_assets.vocabulary()
 
+    @staticmethod
+    def feeds(tokens: list[int], style: np.ndarray, speed: float) -> dict[str, np.ndarray]:
+        return {"tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
+                "style": style.reshape(1, -1), "speed": np.array([speed], dtype=np.float32)}
+
     def run(self, tokens: list[int], style: np.ndarray, speed: float,
             options: Any = None) -> np.ndarray:
-        audio = self._session.run(None, {
-            "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
-            "style": style.reshape(1, -1),
-            "speed": np.array([speed], dtype=np.float32),
-        }, options)[0]
+        """The whole piece's audio in one call (whole graph), or its windows joined."""
+        return self.run_feeds(self.feeds(tokens, style, speed), options)
+
+    def run_feeds(self, feeds: dict[str, np.ndarray], options: Any = None) -> np.ndarray:
+        if self.split is not None:
+            return np.concatenate([d.samples for d in self.split.stream([feeds])])
+        assert self._session is not None
+        audio = self._session.run(None, feeds, options)[0]
         return np.asarray(audio, dtype=np.float32).reshape(-1)
 
+    def reclaim(self, style: np.ndarray) -> None:
+        """A run of no tokens with arena shrinkage (onnx.shrinking): the arena's peak grows with
+        the piece (whole) or the window."""
+        if self.split is not None:
+            self.split.reclaim(self.feeds([], style, 1.0))
+        else:
+            self.run([], style, 1.0, shrinking())
 
-def shared_model(path: Path, threads: int) -> KokoroModel:
+
+def shared_model(path: Path, threads: int, prepared: PreparedKokoro | None = None,
+                 lanes: int = 1, memory_mb: int = 512) -> KokoroModel:
+    key = (str(path), threads, str(prepared.folder) if prepared else "", lanes, memory_mb)
     with _models_lock:
-        model = _models.get((str(path), threads))
+        model = _models.get(key)
         if model is None:
-            model = KokoroModel(path, threads)
-            _models[(str(path), threads)] = model
+            model = KokoroModel(path, threads, prepared, lanes, memory_mb)
+            _models[key] = model
         return model
 
 
@@ -146,7 +176,7 @@ class KokoroVoice(OneSpeakerVoice):
     def reclaim(self) -> None:
         """A run of no tokens with arena shrinkage (onnx.shrinking): the model's arena peak
         grows with the piece, so this gives the most back of any voice."""
-        self._model.run([], self._style[0], 1.0, shrinking())
+        self._model.reclaim(self._style[0])
 
     def tokens(self, text: str) -> list[list[int]]:
         """The token ids of each inference `text` becomes, in order (for tests and tools)."""
@@ -160,21 +190,28 @@ class KokoroVoice(OneSpeakerVoice):
 
     def stream(self, text: str, settings: SynthesisSettings | None = None,
                lanes: Lanes | None = None) -> Iterator[Audio]:
-        """One chunk per piece (one inference of at most `max_tokens` tokens)."""
+        """One chunk per decoder window (prepared) or per piece (whole graph)."""
         settings = settings or self.settings()
         speed = 1.0 / settings.length_scale
         pieces = self._pieces(text)
+        feeds = [self._model.feeds(ids, self._style[min(len(ids), len(self._style)) - 1], speed)
+                 for ids, _, _ in pieces]
+        if self._model.split is not None:
+            decoded: Iterator[Decoded] = self._model.split.stream(
+                feeds, first_window=FIRST_WINDOW_FRAMES, lanes=lanes)
+        else:
+            decoded = (Decoded(i, self._model.run_feeds(f), True) for i, f in enumerate(feeds))
         pause = np.zeros(RATE_HZ * self.sentence_pause_ms // 1000, dtype=np.int16)
-        runs_on = False  # whether the previous piece was cut between words
-        for i, (ids, ends_sentence, cut_in_clause) in enumerate(pieces):
-            row = self._style[min(len(ids), len(self._style)) - 1]
-            keep = (_JOIN_KEEP_S if runs_on else _EDGE_KEEP_S,
-                    _JOIN_KEEP_S if cut_in_clause else _EDGE_KEEP_S)
-            samples = to_int16(_trim(self._model.run(ids, row, speed), *keep))
-            runs_on = cut_in_clause
-            if ends_sentence and i < len(pieces) - 1:
+        edges = _Edges()
+        for part in decoded:
+            _, ends_sentence, cut_in_clause = pieces[part.piece]
+            runs_on = part.piece > 0 and pieces[part.piece - 1][2]  # the one before cut in a word
+            samples = edges.trim(part, _JOIN_KEEP_S if runs_on else _EDGE_KEEP_S,
+                                 _JOIN_KEEP_S if cut_in_clause else _EDGE_KEEP_S)
+            if part.last and ends_sentence and part.piece < len(pieces) - 1:
                 samples = np.concatenate([samples, pause])
-            yield Audio(samples, RATE_HZ)
+            if len(samples):
+                yield Audio(samples, RATE_HZ)
 
     def _pieces(self, text: str) -> list[tuple[list[int], bool, bool]]:
         """(token ids, ends a sentence, cut between words) per inference."""
@@ -197,18 +234,24 @@ class KokoroVoice(OneSpeakerVoice):
 
 
 def load_kokoro(name: str, *, cache_dir: Path, dirs: Sequence[Path], threads: int,
-                sentence_pause_ms: int, date_order: str,
-                hash_memo: Path | None = None) -> KokoroVoice:
+                sentence_pause_ms: int, date_order: str, hash_memo: Path | None = None,
+                prepare: bool = True, lanes: int = 1, memory_mb: int = 512,
+                status: StatusLine | None = None) -> KokoroVoice:
     """A Kokoro voice by its name (jf_alpha, zf_xiaoxiao, af_heart, af_heart@ko); VoiceError when it
-    cannot."""
+    cannot. `prepare`: the model prepared once (prepared.py) and its decoder run in windows on up
+    to `lanes` workers, sized for `memory_mb`; else (or when preparing fails) whole."""
     style_name, language = kokoro_assets.split_name(name)
     style, style_sha = kokoro_assets.load_style(style_name, dirs)
     path = kokoro_assets.model_file(cache_dir)
-    model = shared_model(path, threads)
+    model_sha = file_sha256(path, hash_memo)
+    prepared = ensure_prepared(path, model_sha, cache_dir, status) if prepare else None
+    model = shared_model(path, threads, prepared, lanes, memory_mb)
     versions = ",".join([kokoro_g2p.VERSIONS[language]] + [
         f"{p}={_version(p)}" for p in kokoro_g2p.PACKAGES[language]])
+    # Windows are normalized apart (split.py): their audio is not the whole graph's.
+    how = ":windows" if model.split is not None else ""
     fingerprint = hashlib.sha256(
-        f"kokoro:{file_sha256(path, hash_memo)}:{style_sha}:{versions}".encode()).hexdigest()
+        f"kokoro:{model_sha}{how}:{style_sha}:{versions}".encode()).hexdigest()
     return KokoroVoice(name, model, style, fingerprint=fingerprint,
                        sentence_pause_ms=sentence_pause_ms, date_order=date_order)
 
@@ -228,9 +271,24 @@ def _version(package: str) -> str:
         return "none"
 
 
-def _trim(audio: np.ndarray, head_s: float, tail_s: float) -> np.ndarray:
-    """Kokoro pads each piece with silence: keep `head_s` and `tail_s` of it."""
-    loud = np.flatnonzero(np.abs(audio) > _EDGE_GATE)
-    if len(loud) == 0:
-        return audio
-    return audio[max(0, loud[0] - int(head_s * RATE_HZ)):loud[-1] + int(tail_s * RATE_HZ)]
+class _Edges:
+    """Kokoro pads each piece with silence: keep `head_s` of it before the piece's first loud
+    sample and `tail_s` after its last, the piece arriving in parts (decoder windows)."""
+
+    def __init__(self) -> None:
+        self._leading = True
+
+    def trim(self, part: Decoded, head_s: float, tail_s: float) -> np.ndarray:
+        audio = part.samples
+        if self._leading:
+            loud = np.flatnonzero(np.abs(audio) > _EDGE_GATE)
+            if len(loud) == 0 and not part.last:
+                return np.zeros(0, dtype=np.int16)  # still the piece's leading silence
+            if len(loud):
+                audio = audio[max(0, loud[0] - int(head_s * RATE_HZ)):]
+            self._leading = False
+        if part.last:
+            self._leading = True
+            loud = np.flatnonzero(np.abs(audio) > _EDGE_GATE)
+            audio = audio[:loud[-1] + int(tail_s * RATE_HZ)] if len(loud) else audio[:0]
+        return to_int16(audio)

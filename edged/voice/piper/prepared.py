@@ -18,9 +18,10 @@ import logging
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import xxhash
 
@@ -31,6 +32,7 @@ from .model import Model, WholeModel
 from .windows import FlowPart, SplitModel, largest_window
 
 _LOGGER = logging.getLogger(__name__)
+T = TypeVar("T")
 
 FORMAT: Final = 3
 """3: the model's inputs are in the manifest (a voice can start asleep: voice.sleep_after_s)."""
@@ -124,20 +126,14 @@ def prepared_folder(cache_dir: Path, onnx_path: Path, sha256: str, precision: st
 
 def read_prepared(folder: Path, sha256: str, precision: str = "float32") -> PreparedModel | None:
     """The prepared model in `folder`, or None when it is missing, stale or fails a checksum."""
-    try:
-        manifest = json.loads(read_bounded(folder / MANIFEST, _MANIFEST_MAX_BYTES).decode("utf-8"))
-    except (OSError, ValueError):
-        return None
+    manifest = read_manifest(folder)
     try:
         if (manifest["format"], manifest["onnxruntime"], manifest["source_sha256"],
                 manifest.get("precision", "float32"), manifest.get("cpu")) != (
                 FORMAT, ort_version(), sha256, precision, cpu_signature()):
             return None
-        for name, expected in manifest["files"].items():
-            if file_digest(folder / name) != (expected["size"], expected["xxh3"]):
-                _LOGGER.warning("Prepared model %s: %s fails its checksum; preparing it again",
-                                folder.name, name)
-                return None
+        if not files_intact(folder, manifest):
+            return None
         return PreparedModel(folder=folder, kind=manifest["kind"], latent=manifest.get("latent", ""),
                              extra_inputs=tuple(manifest.get("extra_inputs", ())),
                              hop=int(manifest.get("hop", 0)), pad=int(manifest.get("pad", 0)),
@@ -147,6 +143,25 @@ def read_prepared(folder: Path, sha256: str, precision: str = "float32") -> Prep
                              inputs=frozenset(str(name) for name in manifest["inputs"]))
     except (KeyError, TypeError, ValueError, OSError):
         return None
+
+
+def read_manifest(folder: Path) -> Any:
+    """The folder's manifest as JSON, or None when it is missing or not JSON."""
+    try:
+        return json.loads(read_bounded(folder / MANIFEST, _MANIFEST_MAX_BYTES).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def files_intact(folder: Path, manifest: dict[str, Any]) -> bool:
+    """Whether every file the manifest lists has its size and xxh3 (a damaged cache prepares
+    again). KeyError/TypeError for a manifest without them."""
+    for name, expected in manifest["files"].items():
+        if file_digest(folder / name) != (expected["size"], expected["xxh3"]):
+            _LOGGER.warning("Prepared model %s: %s fails its checksum; preparing it again",
+                            folder.name, name)
+            return False
+    return True
 
 
 def _flow(entry: Any) -> Flow | None:
@@ -171,29 +186,36 @@ def ensure_prepared(onnx_path: Path, sha256: str, cache_dir: Path, precision: st
     prepared = read_prepared(folder, sha256, precision)
     if prepared is not None:
         return prepared
-    _LOGGER.info("Preparing voice %s (once per model and onnxruntime version)...", onnx_path.name)
+    command = [sys.executable, "-m", "edged.voice.prepare", str(onnx_path), str(folder), sha256,
+               "--precision", precision, "--threads", str(threads),
+               "--decoder-threads", str(1 if lanes > 1 else threads),
+               *([] if rewrites else ["--no-rewrites"])]
+    return run_preparer(command, onnx_path.name, folder, status,
+                        lambda: read_prepared(folder, sha256, precision), PreparedModel.describe)
+
+
+def run_preparer(command: list[str], label: str, folder: Path, status: StatusLine | None,
+                 read: Callable[[], T | None], describe: Callable[[T], str]) -> T | None:
+    """Run a preparing child (`command`), following its stages; what `read` finds in the
+    folder after it, or None (logged) when it failed."""
+    _LOGGER.info("Preparing voice %s (once per model and onnxruntime version)...", label)
     if status is not None:
-        status(f"preparing voice {onnx_path.name} (once per model and onnxruntime version)",
+        status(f"preparing voice {label} (once per model and onnxruntime version)",
                busy_s=_PREPARE_TIMEOUT_S + _AFTER_PREPARING_S)
     start = time.monotonic()
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        code, stderr = run_followed(
-            [sys.executable, "-m", "edged.voice.prepare", str(onnx_path), str(folder), sha256,
-             "--precision", precision, "--threads", str(threads),
-             "--decoder-threads", str(1 if lanes > 1 else threads),
-             *([] if rewrites else ["--no-rewrites"])],
-            onnx_path.name, status, _PREPARE_TIMEOUT_S)
+        code, stderr = run_followed(command, label, status, _PREPARE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as err:
-        _LOGGER.warning("Voice %s: cannot prepare it (%s); loading it directly", onnx_path.name, err)
+        _LOGGER.warning("Voice %s: cannot prepare it (%s); loading it directly", label, err)
         return None
-    prepared = read_prepared(folder, sha256, precision)
+    prepared = read()
     if code != 0 or prepared is None:
         why = (stderr.strip().splitlines() or [f"exit status {code}"])[-1]
-        _LOGGER.warning("Voice %s: cannot prepare it (%s); loading it directly", onnx_path.name, why)
+        _LOGGER.warning("Voice %s: cannot prepare it (%s); loading it directly", label, why)
         return None
-    _LOGGER.info("Prepared voice %s in %.1f s: %s", onnx_path.name, time.monotonic() - start,
-                 prepared.describe())
+    _LOGGER.info("Prepared voice %s in %.1f s: %s", label, time.monotonic() - start,
+                 describe(prepared))
     return prepared
 
 

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,7 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
     from .split import NotSplittable, quantize_int8, split_piper_graph
 
     progress = progress or Progress(stages_for(precision))
-    _remove_leftovers(folder)
+    remove_leftovers(folder)
     work = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     work.mkdir(parents=True)
     try:
@@ -90,7 +91,7 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
         else:
             progress.begin("optimize")
         if manifest.get("kind") != "split":
-            _save_optimized(model.SerializeToString(), work, "model", "ORT_ENABLE_EXTENDED")
+            save_optimized(model.SerializeToString(), work, "model", "ORT_ENABLE_EXTENDED")
             manifest["kind"] = "whole"
             manifest["inputs"] = _graph_inputs(model)
         progress.begin("write")
@@ -99,7 +100,7 @@ def prepare(onnx_path: Path, folder: Path, sha256: str, precision: str = "float3
         manifest["files"] = {p.name: dict(zip(("size", "xxh3"), file_digest(p), strict=True))
                              for p in sorted(work.iterdir())}
         (work / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        _move_into_place(work, folder, sha256, precision)
+        move_into_place(work, folder, lambda: read_prepared(folder, sha256, precision) is not None)
         _remove_stale(folder)
         progress.end()
     finally:
@@ -119,13 +120,13 @@ def _prepare_split(work: Path, onnx_path: Path, parts: dict[str, onnx.ModelProto
     feeds = probe_feeds(onnx_path, {i.name for i in parts["encoder"].graph.input})
     flow = None
     if "flow" in parts:
-        _save_optimized(parts.pop("flow").SerializeToString(), work, "flow", "ORT_ENABLE_ALL")
+        save_optimized(parts.pop("flow").SerializeToString(), work, "flow", "ORT_ENABLE_ALL")
         flow = open_session(work / "flow.onnx", 1, level="ORT_DISABLE_ALL")
     manifest["rewrites"] = choose(
         work, parts, layout.latent, layout.extra, feeds,
         encode=lambda encoder: encoder_latent(encoder, flow, layout, feeds),
         threads=tuning.threads, decoder_threads=tuning.decoder_threads, enabled=tuning.rewrites,
-        save=lambda model, folder, name: _save_optimized(model, folder, name, "ORT_ENABLE_ALL"))
+        save=lambda model, folder, name: save_optimized(model, folder, name, "ORT_ENABLE_ALL"))
     progress.begin("probe")
     encoder = open_session(work / "encoder.onnx", 1, level="ORT_DISABLE_ALL")
     # An arena of its own: its growth is what one window takes (probe.py).
@@ -158,7 +159,7 @@ def _graph_inputs(model: onnx.ModelProto) -> list[str]:
     return sorted(i.name for i in model.graph.input if i.name not in weights)
 
 
-def _save_optimized(model: bytes, folder: Path, name: str, level: str) -> None:
+def save_optimized(model: bytes, folder: Path, name: str, level: str) -> None:
     """ORT optimizes the graph once and saves it, weights in `<name>.weights`. ORT_ENABLE_ALL
     lays 2-D convolutions out for this CPU's vector width: the manifest records the CPU."""
     import onnxruntime as ort
@@ -174,9 +175,10 @@ def _save_optimized(model: bytes, folder: Path, name: str, level: str) -> None:
     ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
 
 
-def _move_into_place(work: Path, folder: Path, sha256: str, precision: str) -> None:
+def move_into_place(work: Path, folder: Path, ready: Callable[[], bool]) -> None:
+    """Rename `work` to `folder`, unless `ready()` says a good one is there already."""
     if folder.exists():
-        if read_prepared(folder, sha256, precision) is not None:
+        if ready():
             return  # another process prepared it meanwhile
         # Stale or damaged: move it aside first. A process that has its files mapped keeps them.
         old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
@@ -196,7 +198,7 @@ def _remove_stale(keep: Path) -> None:
             shutil.rmtree(other, ignore_errors=True)
 
 
-def _remove_leftovers(folder: Path) -> None:
+def remove_leftovers(folder: Path) -> None:
     """Work folders of preparers that died (killed at the timeout, power cut): tens of MB each."""
     for leftover in folder.parent.glob(f".{folder.name}.*"):
         pid = leftover.name.removeprefix(f".{folder.name}.").split(".")[0]

@@ -1,0 +1,84 @@
+"""A prepared Kokoro's two sessions shaped like a prepared Piper voice's, so that Piper's
+windowed streaming (piper/windows.SplitModel: progressive windows, decoded on spare workers,
+the next piece's encoder ahead) runs Kokoro unchanged.
+
+Piper's decoder reads one latent [1, channels, frames]; Kokoro's reads four tensors along time
+at two rates: text features [1, 512, frames], F0 and energy [1, 2 x frames], the source's phase
+[1, 2 x frames, 9]. `PackedEncoder` packs them into one [1, channels, frames] array (each
+frame's values of every tensor as channels), `PackedDecoder` unpacks a window of it into the
+decoder's inputs. Packing copies a few MB per piece; a decoder window costs 100-1000 ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+PACKED: Final = "packed"
+"""The latent's name as SplitModel asks for it."""
+
+
+@dataclass(frozen=True)
+class Windowed:
+    """One tensor the encoder makes and the decoder reads window by window."""
+
+    name: str
+    axis: int
+    """Its time axis."""
+    per_frame: int
+    """Its steps along `axis` per frame (F0: 2)."""
+    shape: tuple[int, ...]
+    """Its shape with the time axis left out."""
+
+    @property
+    def channels(self) -> int:
+        return int(np.prod(self.shape)) * self.per_frame
+
+    def pack(self, value: np.ndarray) -> np.ndarray:
+        """[1, channels, frames], the frame's `per_frame` steps next to each other."""
+        timed = np.moveaxis(value, self.axis, -1)
+        frames = timed.shape[-1] // self.per_frame
+        rows = timed.reshape(-1, frames, self.per_frame)  # (values, frames, steps)
+        return rows.transpose(0, 2, 1).reshape(1, -1, frames)
+
+    def unpack(self, packed: np.ndarray) -> np.ndarray:
+        frames = packed.shape[-1]
+        rows = packed.reshape(-1, self.per_frame, frames).transpose(0, 2, 1)
+        timed = rows.reshape(*self.shape, frames * self.per_frame)
+        return np.ascontiguousarray(np.moveaxis(timed, -1, self.axis))
+
+
+class PackedEncoder:
+    """The encoder session, answering `run([PACKED], feeds)` with the packed windowed inputs."""
+
+    def __init__(self, session: Any, windowed: Sequence[Windowed]) -> None:
+        self._session = session
+        self._windowed = tuple(windowed)
+        self._names = [w.name for w in windowed]
+
+    def get_inputs(self) -> Any:
+        return self._session.get_inputs()
+
+    def run(self, names: Any, feeds: dict[str, np.ndarray], options: Any = None) -> list[np.ndarray]:
+        made = self._session.run(self._names, feeds, options)
+        return [np.concatenate([w.pack(v) for w, v in zip(self._windowed, made, strict=True)],
+                               axis=1)]
+
+
+class PackedDecoder:
+    """The decoder session, reading a window of the packed array as its four inputs."""
+
+    def __init__(self, session: Any, windowed: Sequence[Windowed]) -> None:
+        self._session = session
+        self._windowed = tuple(windowed)
+        self._edges = np.cumsum([0, *(w.channels for w in windowed)])
+
+    def run(self, names: Any, feeds: dict[str, np.ndarray], options: Any = None) -> list[np.ndarray]:
+        packed = feeds[PACKED]
+        inputs = {w.name: w.unpack(packed[:, lo:hi]) for w, lo, hi in
+                  zip(self._windowed, self._edges, self._edges[1:], strict=False)}
+        extra = {name: value for name, value in feeds.items() if name != PACKED}
+        return list(self._session.run(names, {**inputs, **extra}, options))
