@@ -137,6 +137,10 @@ def assemble(config: Config, status: StatusLine) -> App:
     status("loading voice")
     voice = _warmed_up(config, load_voice(config, status=status))
     speech = _speech(config, voice)
+    if config.voice.prepare:
+        from .voice.kokoro.prepared import prepare_ahead  # numpy only; no Kokoro stack
+
+        prepare_ahead(config.cache.dir, speech.voices.fits, status)
     settings = DeviceSettings.load(config.mqtt.state_dir / "device.json", speech.voices.choices)
     policy = RequestPolicy(speech.planner, settings=settings,
                            memory=MemoryGuard(config.limits.memory_mb))

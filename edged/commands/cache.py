@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from ..cache import PhraseCache, WarmReport, expand_phrases, recorded_counters, warm
-from ..voice import VoiceError, default_settings, load_voice
+from ..voice import LoadedVoices, VoiceError, default_settings, load_voice
 from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, config_from_args
 
 _LOGGER = logging.getLogger(__name__)
@@ -46,6 +46,10 @@ def _warm(args: argparse.Namespace) -> int:
         settings = default_settings(config, voice)
     except VoiceError as err:
         raise CommandError(str(err)) from err
+    if config.voice.prepare:  # the daemon's first Kokoro request then need not prepare it
+        from ..voice.kokoro.prepared import prepare_ahead
+
+        prepare_ahead(config.cache.dir, LoadedVoices(config, default=voice).fits)
     cache = PhraseCache(config.cache)
     progress = _TerminalProgress() if sys.stderr.isatty() else _log_progress
     report = warm(cache, cache.pin_keys(voice, settings, phrases),

@@ -72,10 +72,10 @@ class VoiceConfig:
     profile: peak 129 vs 144 MB, 117 vs 142 MB after it), at twice the CPU (RTF 0.186 vs 0.097
     here). A voice that sleeps (`sleep_after_s`) keeps arenas of its own, which go with it."""
     sleep_after_s: float | None = opt(None, min=1.0, max=86400.0)
-    """Drop a Piper voice's ONNX sessions after this long without synthesis, and open them
-    again for the next uncached announcement (100-270 ms here, seconds on a small Pi; cached
-    phrases never need them). The voice also starts asleep: no warm-up before READY. None: the
-    sessions stay loaded from the start."""
+    """Drop a Piper voice's ONNX sessions (and the prepared Kokoro model's) after this long
+    without synthesis, and open them again for the next uncached announcement (100-270 ms here,
+    seconds on a small Pi; cached phrases never need them). The voice also starts asleep: no
+    warm-up before READY. None: the sessions stay loaded from the start."""
     prepare: bool = True
     """Prepare each voice once into `<cache.dir>/models/` (a child process, seconds): split into
     encoder and decoder, optimized ahead. Start-up then skips ORT's optimizer, and the decoder runs

@@ -52,7 +52,8 @@ def load_voice(config: Config, name: str | None = None,
                            date_order=config.frontend.date_order,
                            hash_memo=config.cache.dir / HASH_MEMO_NAME,
                            prepare=config.voice.prepare,
-                           head_window=config.voice.kokoro_head_window, status=status)
+                           head_window=config.voice.kokoro_head_window,
+                           sleep_after_s=config.voice.sleep_after_s, status=status)
     return load_piper(config, name, status)
 
 

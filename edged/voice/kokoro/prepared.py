@@ -10,14 +10,19 @@ checksum prepares it again. When preparing fails, the model runs whole (as befor
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from ..onnx import open_session
+from ..backend import KOKORO_PREFIX
+from ..catalog.hashes import file_sha256
+from ..errors import VoiceError
+from ..onnx import Arena, open_session
 from ..piper.prepared import (
     FORMAT,
     MODELS_DIR_NAME,
@@ -29,7 +34,12 @@ from ..piper.prepared import (
     run_preparer,
 )
 from ..piper.windows import SplitModel
+from . import assets
 from .packing import PACKED, PackedDecoder, PackedEncoder, Windowed
+
+_LOGGER = logging.getLogger(__name__)
+_ANY_STYLE: Final = "jf_alpha"
+"""A Kokoro voice whose cost is the model's (every Kokoro voice shares it)."""
 
 RATE_HZ: Final = 24000
 _WHOLE: Final = 1 << 30
@@ -50,13 +60,14 @@ class PreparedKokoro:
     s_per_frame: float
     """A decoder frame's time on two threads, measured when prepared."""
 
-    def open(self, threads: int, *, head_window: bool = False) -> SplitModel:
+    def open(self, threads: int, *, head_window: bool = False,
+             arena: Arena = "shared") -> SplitModel:
         """Both sessions on `threads` intra-op threads. Each piece is one decoder call (the
         decoder normalizes over what it is given: a piece in windows is not the piece, see
         split.py), but the next piece's encoder runs on a spare worker meanwhile; `head_window`:
-        the first piece's head apart first (`head_frames`)."""
+        the first piece's head apart first (`head_frames`); `arena`: onnx.Arena."""
         def session(name: str) -> Any:
-            return open_session(self.folder / name, threads, level="ORT_DISABLE_ALL")
+            return open_session(self.folder / name, threads, level="ORT_DISABLE_ALL", arena=arena)
 
         return SplitModel(PackedEncoder(session("encoder.onnx"), self.windowed),
                           PackedDecoder(session("decoder.onnx"), self.windowed),
@@ -114,3 +125,20 @@ def ensure_prepared(model_path: Path, sha256: str, cache_dir: Path,
                sha256]
     return run_preparer(command, model_path.name, folder, status,
                         lambda: read_prepared(folder, sha256), PreparedKokoro.describe)
+
+
+def prepare_ahead(cache_dir: Path, fits: Callable[[str], str | None],
+                  status: StatusLine | None = None) -> PreparedKokoro | None:
+    """Prepare the Kokoro model before the daemon says it is ready (and at `edged cache warm`),
+    so that the first request naming a Kokoro voice does not wait for it (about 11 s here,
+    minutes on a Pi): when the model package is installed and a Kokoro voice would fit the
+    memory budget (`fits`: LoadedVoices.fits; a board that cannot load Kokoro is not made to
+    prepare it)."""
+    if not assets.installed() or fits(f"{KOKORO_PREFIX}{_ANY_STYLE}") is not None:
+        return None
+    try:
+        path = assets.model_file(cache_dir)
+        return ensure_prepared(path, file_sha256(path), cache_dir, status)
+    except (OSError, VoiceError) as err:  # the first Kokoro request tries again, and says why
+        _LOGGER.warning("Kokoro model: cannot prepare it now (%s)", err)
+        return None

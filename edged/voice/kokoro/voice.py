@@ -4,18 +4,18 @@
 
 text -> the language's normalizer -> its phonemizer (frontend/kokoro_g2p.py) -> sentences ->
 pieces of at most `max_tokens` phoneme tokens -> the model with the voice's style vector for that
-length -> 24 kHz audio, one piece per `next()`.
+length -> 24 kHz audio, one chunk per piece (two for the first with a head window).
 
-One ONNX session serves every Kokoro voice of the process (a voice is only its style vector):
-the first Kokoro voice costs the model (measured here: RSS +300 MB with its first inference),
-each further one 0.5 MB. Activation memory grows with the piece length (272 MB peak at 50
-tokens, 362 at 100, 971 at 500), so pieces are cut at clause ends, then at words, to at most
-100 tokens; each piece is one inference of 1-2 s on 2 cores (RTF 0.4-0.6): a critical
-announcement waits at most that long. First audio waits for the first piece's whole inference,
-so in Japanese only that piece is cut short (`FIRST_TOKENS`: whole clauses, else between words;
-the other languages keep whole clauses within 60 until the judge says otherwise:
-`FIRST_BY_LANGUAGE`); later
-pieces keep their length, which costs fewer inferences and keeps the prosody of a whole clause).
+One model serves every Kokoro voice of the process (a voice is only its style vector): the
+prepared encoder + decoder (prepared.py), or the whole graph when it cannot be prepared. The
+first Kokoro voice costs the model (RSS +300 MB with its first inference), each further one
+0.5 MB. Activation memory grows with the piece length (272 MB peak at 50 tokens, 362 at 100,
+971 at 500), so pieces are cut at clause ends, then at words, to at most 100 tokens; each piece
+is one decoder call of 1-2 s on 2 cores (RTF 0.4-0.6): a critical announcement waits at most
+that long. First audio waits for the first piece's whole decoder call, so in Japanese only that
+piece is cut short (`FIRST_TOKENS`: whole clauses, else between words; the other languages keep
+whole clauses within 60 until the judge says otherwise: `FIRST_BY_LANGUAGE`); later pieces keep
+their length, which costs fewer calls and keeps the prosody of a whole clause.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,9 +41,9 @@ from ..catalog.hashes import file_sha256
 from ..errors import VoiceError
 from ..lanes import Lanes
 from ..onnx import open_session, shrinking
-from ..piper.model import Decoded
+from ..piper.model import Decoded, Model
 from ..piper.prepared import StatusLine
-from ..piper.windows import SplitModel
+from ..piper.sleep import SleepingModel
 from ..settings import SynthesisSettings
 from . import assets as kokoro_assets
 from .prepared import PreparedKokoro, ensure_prepared
@@ -80,7 +81,8 @@ _JOIN_KEEP_S: Final = 0.01
 """At a cut between words (the short first piece) the audio runs on: a 100 ms gap there was
 heard as a break (the judge wrote 、 or 。 inside Japanese words)."""
 _CLAUSE_MARKS: Final = tuple(",;:—–-!?.。，、；：！？")
-_ModelKey = tuple[str, int, str, bool]  # path, threads, prepared folder, head window
+_ModelKey = tuple[str, int, str, bool, float | None]
+"""path, threads, prepared folder, head window, sleep_after_s"""
 _models: weakref.WeakValueDictionary[_ModelKey, KokoroModel] = weakref.WeakValueDictionary()
 _models_lock = threading.Lock()
 
@@ -90,10 +92,11 @@ class KokoroModel:
     (`split`: encoder + decoder windows, prepared.py), or one ONNX session of the whole graph."""
 
     def __init__(self, path: Path, threads: int, prepared: PreparedKokoro | None = None,
-                 head_window: bool = False) -> None:
+                 head_window: bool = False, sleep_after_s: float | None = None) -> None:
         try:
             if prepared is not None:
-                self.split: SplitModel | None = prepared.open(threads, head_window=head_window)
+                self.split: Model | None = _prepared_model(prepared, threads, head_window,
+                                                           sleep_after_s)
                 self._session = None
             else:
                 self.split, self._session = None, open_session(path, threads)
@@ -127,13 +130,26 @@ class KokoroModel:
             self.run([], style, 1.0, shrinking())
 
 
+def _prepared_model(prepared: PreparedKokoro, threads: int, head_window: bool,
+                    sleep_after_s: float | None) -> Model:
+    """The prepared sessions; with `sleep_after_s`, asleep until a stream needs them and dropped
+    again once idle that long (piper/sleep.py: about 0.2 s to wake here), in arenas of their own
+    so that their memory leaves with them."""
+    if sleep_after_s is None:
+        return prepared.open(threads, head_window=head_window)
+    wake = partial(prepared.open, threads, head_window=head_window, arena="own")
+    return SleepingModel(wake, frozenset({"tokens", "style", "speed"}), idle_s=sleep_after_s,
+                         name="kokoro")
+
+
 def shared_model(path: Path, threads: int, prepared: PreparedKokoro | None = None,
-                 head_window: bool = False) -> KokoroModel:
-    key = (str(path), threads, str(prepared.folder) if prepared else "", head_window)
+                 head_window: bool = False, sleep_after_s: float | None = None) -> KokoroModel:
+    key = (str(path), threads, str(prepared.folder) if prepared else "", head_window,
+           sleep_after_s)
     with _models_lock:
         model = _models.get(key)
         if model is None:
-            model = KokoroModel(path, threads, prepared, head_window)
+            model = KokoroModel(path, threads, prepared, head_window, sleep_after_s)
             _models[key] = model
         return model
 
@@ -234,16 +250,18 @@ class KokoroVoice(OneSpeakerVoice):
 def load_kokoro(name: str, *, cache_dir: Path, dirs: Sequence[Path], threads: int,
                 sentence_pause_ms: int, date_order: str, hash_memo: Path | None = None,
                 prepare: bool = True, head_window: bool = False,
+                sleep_after_s: float | None = None,
                 status: StatusLine | None = None) -> KokoroVoice:
     """A Kokoro voice by its name (jf_alpha, zf_xiaoxiao, af_heart, af_heart@ko); VoiceError when it
     cannot. `prepare`: the model prepared once (prepared.py), else (or when preparing fails) the
-    whole graph; `head_window`: see prepared.py."""
+    whole graph; `head_window`: see prepared.py; `sleep_after_s`: the prepared sessions sleep
+    while idle (`voice.sleep_after_s`)."""
     style_name, language = kokoro_assets.split_name(name)
     style, style_sha = kokoro_assets.load_style(style_name, dirs)
     path = kokoro_assets.model_file(cache_dir)
     model_sha = file_sha256(path, hash_memo)
     prepared = ensure_prepared(path, model_sha, cache_dir, status) if prepare else None
-    model = shared_model(path, threads, prepared, head_window)
+    model = shared_model(path, threads, prepared, head_window, sleep_after_s)
     versions = ",".join([kokoro_g2p.VERSIONS[language]] + [
         f"{p}={_version(p)}" for p in kokoro_g2p.PACKAGES[language]])
     # A head is normalized apart (split.py): its audio is not the whole graph's.
