@@ -170,7 +170,12 @@ def test_the_model_is_prepared_ahead_only_where_a_kokoro_voice_fits(tmp_path: Pa
     from edged.voice.kokoro.prepared import prepare_ahead
 
     asked: list[str] = []
-    assert prepare_ahead(tmp_path, lambda name: asked.append(name) or "over budget") is None
+
+    def over_budget(name: str) -> str:
+        asked.append(name)
+        return "over budget"
+
+    assert prepare_ahead(tmp_path, over_budget) is None
     assert asked == ["kokoro:jf_alpha"] and not (tmp_path / "models").exists()
     ready = prepare_ahead(tmp_path, lambda name: None)
     assert ready is not None and (ready.folder / "manifest.json").is_file()
