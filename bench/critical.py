@@ -131,7 +131,9 @@ class Load:
                 while not self._stop.is_set():
                     event = await asyncio.wait_for(client.read_event(), 60)
                     if event is None or event.type in ("audio-stop", "error"):
-                        self._count(event.type if event else "closed")
+                        # an error's code says which bound answered it (busy, timeout, ...)
+                        code = (event.data or {}).get("code") if event else None
+                        self._count(f"error {code}" if code else event.type if event else "closed")
                         return
 
         asyncio.run(story())
