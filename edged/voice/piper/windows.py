@@ -42,19 +42,17 @@ DECODER_SHARE: Final = 1 / 8
 the default 400: with two lanes about 100-frame windows for the default voice)."""
 
 
-def window_bounds(frames: int, largest: int, first: int = 0,
-                  grow: bool = True) -> list[tuple[int, int]]:
-    """`frames` cut into windows: with `first`, a first window of that many frames, then
-    (`grow`) windows doubling in size up to `largest` (a tail shorter than half the next window
-    joins the one before it); the frames left once `largest` is reached in the fewest equal
-    windows of at most `largest` (no short tail: each window costs its context twice and one
-    decoder call)."""
+def window_bounds(frames: int, largest: int, first: int = 0) -> list[tuple[int, int]]:
+    """`frames` cut into windows: with `first`, a first window of that many frames, then windows
+    doubling in size up to `largest` (a tail shorter than half the next window joins the one
+    before it); the frames left once `largest` is reached in the fewest equal windows of at most
+    `largest` (no short tail: each window costs its context twice and one decoder call)."""
     bounds: list[tuple[int, int]] = []
     start, size = 0, first
     if 0 < first < frames:
         bounds.append((0, first))
         start, size = first, min(2 * first, largest)
-        while grow and size < largest:
+        while size < largest:
             rest = frames - start
             grown = min(2 * size, largest)
             if rest <= size + grown // 2:
@@ -124,7 +122,7 @@ class SplitModel:
 
     def __init__(self, encoder: Any, decoder: Any, *, latent: str, extra_inputs: tuple[str, ...],
                  hop: int, pad: int, largest: int = DECODE_WINDOW_FRAMES,
-                 flow: FlowPart | None = None, grow: bool = True,
+                 flow: FlowPart | None = None,
                  head: Callable[[int], int] | None = None) -> None:
         self._encoder = encoder
         self._decoder = decoder
@@ -134,9 +132,10 @@ class SplitModel:
         self.hop = hop
         self.pad = pad
         self.largest = largest
-        self.grow = grow
         self.head = head
-        """The first window's frames for a first piece of n frames (else `first_window`)."""
+        """Instead of windows: a first piece of n frames as its head (of `head(n)` frames) and
+        the rest in one call, every other piece whole (Kokoro, whose decoder normalizes over what
+        it is given: prepared.py there)."""
         self.input_names = frozenset(i.name for i in encoder.get_inputs())
 
     def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
@@ -162,8 +161,7 @@ class SplitModel:
                 ahead.push(partial(self._rest, done, first_window))
             else:
                 first = 0 if done.index else self.head(done.frames) if self.head else first_window
-                bounds = [(a, b) for a, b in window_bounds(done.frames, self.largest, first,
-                                                               self.grow)
+                bounds = [(a, b) for a, b in self._bounds(done.frames, first)
                           if a >= done.start]
                 if first and bounds and bounds[0][0] == 0:  # the first sound: decoded alone
                     yield self._decode(done, *bounds[0], bounds[0][1] == done.frames)
@@ -172,6 +170,11 @@ class SplitModel:
                     ahead.push(partial(self._decode, done, start, end, end == done.frames))
                 if done.index + 1 < len(pieces):
                     ahead.push(partial(self._encode, done.index + 1, pieces[done.index + 1], 0))
+
+    def _bounds(self, frames: int, first: int) -> list[tuple[int, int]]:
+        if self.head is None:
+            return window_bounds(frames, self.largest, first)
+        return [(0, first), (first, frames)] if 0 < first < frames else [(0, frames)]
 
     def _encode(self, index: int, feeds: dict[str, np.ndarray],
                 first: int) -> _Encoded | _FlowInputs:

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -126,12 +128,21 @@ def _extra(names: tuple[str, ...], feeds: dict[str, np.ndarray]) -> dict[str, np
 
 def _activation_kb_per_frame(decoder: Any, latent_name: str, latent: np.ndarray,
                              extra: dict[str, np.ndarray]) -> float:
-    """How much the resident set grows per latent frame of a window: a fresh session decodes a
-    small window (its weights are read), then a larger one; ONNX Runtime's arena keeps what it
-    took, so the difference is the larger window's activations (about 220 KB per frame for the
-    default voice). It sizes the windows from the memory budget (windows.largest_window)."""
-    small, large = _MEASURE_FRAMES
-    decoder.run(None, {latent_name: np.ascontiguousarray(latent[..., :small]), **extra})
-    before = rss_mb()
-    decoder.run(None, {latent_name: np.ascontiguousarray(latent[..., :large]), **extra})
-    return round(max(0.0, (rss_mb() - before) * 1e6 / 1024 / (large - small)), 1)
+    """About 220 KB per frame for the default voice; it sizes the windows from the memory
+    budget (windows.largest_window)."""
+    return window_cost(decoder, lambda frames: {
+        latent_name: np.ascontiguousarray(latent[..., :frames]), **extra}, _MEASURE_FRAMES)[0]
+
+
+def window_cost(decoder: Any, feeds_for: Callable[[int], dict[str, np.ndarray]],
+                sizes: tuple[int, int]) -> tuple[float, float]:
+    """(KB the resident set grows by, seconds) per frame of a decoder window: a fresh session
+    decodes a small window (its weights are read), then a larger one; ONNX Runtime's arena
+    keeps what it took, so the difference is the larger window's activations. `feeds_for(n)`:
+    the decoder's inputs for a window of n frames."""
+    small, large = sizes
+    decoder.run(None, feeds_for(small))
+    before, start = rss_mb(), time.perf_counter()
+    decoder.run(None, feeds_for(large))
+    seconds = (time.perf_counter() - start) / large
+    return round(max(0.0, (rss_mb() - before) * 1e6 / 1024 / (large - small)), 1), seconds
