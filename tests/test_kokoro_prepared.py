@@ -106,6 +106,48 @@ def test_a_head_window_matches_the_whole_piece_within_the_measured_bound(prepare
     assert max(distances) <= _LSD_BOUND_DB, distances
 
 
+@pytest.mark.long
+def test_the_decoder_kept_is_the_faster_of_two_that_make_the_same_audio(prepared: Any) -> None:
+    """The decoder as ORT optimized it and with its integer convolutions as matrix products
+    (prepare/intconv.py) are both in the manifest, bit-identical to each other on the probe
+    piece, and the one kept is the faster (or the plain one within the timing's noise)."""
+    import json
+
+    _, model = prepared
+    report = json.loads((model.folder / "manifest.json").read_text())["rewrites"]["decoder"]
+    variants = report["variants"]
+    assert set(variants) == {"none", "intconv"}
+    assert all(v["max_diff_steps"] == 0 for v in variants.values()), variants
+    faster = min(variants, key=lambda name: variants[name]["ms"])
+    if variants[faster]["ms"] < variants["none"]["ms"] * 0.97:
+        assert report["chosen"] == faster
+    else:
+        assert report["chosen"] == "none"
+    assert model.decoder_rewrite == report["chosen"]
+
+
+def test_a_kokoro_prepared_before_the_decoder_rewrite_is_prepared_again(tmp_path: Path) -> None:
+    """A manifest without `rewrites` (prepared by an earlier edged) reads as stale, so the
+    faster decoder is made once after an upgrade; with it, the choice is read back."""
+    import json
+
+    from edged.voice.kokoro.prepared import read_prepared
+    from edged.voice.piper.prepared import FORMAT, cpu_signature, ort_version
+
+    manifest = {"format": FORMAT, "kind": "kokoro", "onnxruntime": ort_version(),
+                "cpu": cpu_signature(), "source_sha256": "ab" * 32, "files": {},
+                "windowed": [{"name": "f0", "axis": 1, "per_frame": 2, "shape": [1]}],
+                "extra_inputs": ["style"], "hop": 600, "pad": 8, "decoder_kb_per_frame": 470.0,
+                "decoder_s_per_frame": 0.007}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert read_prepared(tmp_path, "ab" * 32) is None
+    manifest["rewrites"] = {"decoder": {"chosen": "intconv", "variants": {}}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    made = read_prepared(tmp_path, "ab" * 32)
+    assert made is not None and made.decoder_rewrite == "intconv"
+    assert "convolutions as matrix products" in made.describe()
+
+
 def test_a_graph_that_is_not_kokoros_is_refused_with_its_reason(tmp_path: Path) -> None:
     """The preparer given another model (Piper's default voice) exits 1 with one line on
     stderr saying why, and writes nothing: the daemon then runs the model whole."""

@@ -3,10 +3,12 @@
 
 1. split: the graph into encoder and decoder (split.py);
 2. optimize: ONNX Runtime optimizes each part once and saves it, weights in a separate file
-   (loading then skips the optimizations: about 0.9 s -> 0.2 s here);
-3. probe: the two parts together must make the whole graph's audio to within one 16-bit step;
-   each windowed tensor's time axis and rate, the samples per frame, and the decoder's
-   activation memory per frame (it sizes the windows from `limits.memory_mb`);
+   (loading then skips the optimizations: about 0.9 s -> 0.2 s here); the decoder twice, as it
+   is and with its integer convolutions as matrix products (prepare/intconv.py);
+3. probe: the decoder that is faster here (prepare/tune.py: same audio, timed), then the two
+   parts together must make the whole graph's audio to within one 16-bit step; each windowed
+   tensor's time axis and rate, the samples per frame, and the decoder's activation memory and
+   time per frame;
 4. write: `manifest.json` with the files' sizes and xxh3 checksums; the folder is renamed into
    place (readers never see half of one).
 
@@ -23,17 +25,23 @@ import shutil
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from ...audio import to_int16
 from ...memory import map_large_allocations
 from ..onnx import open_session
 from ..piper.prepared import FORMAT, MANIFEST, cpu_signature, file_digest, ort_version
+from ..prepare.intconv import convs_as_matmuls
 from ..prepare.prepare import move_into_place, remove_leftovers, save_optimized
 from ..prepare.probe import window_cost
 from ..prepare.progress import Progress, stages_for
+from ..prepare.tune import measure_variants
 from . import assets
+
+if TYPE_CHECKING:
+    import onnx
 
 PAD_FRAMES: Final = 8
 """Context frames either side of a decoder window: the convolutions' reach. Measured on a
@@ -43,8 +51,11 @@ gains nothing: what remains comes from the per-window normalization, see split.p
 _PROBE_TOKENS: Final = (16, 64)
 """Two piece lengths: the axis that grows between them is a tensor's time axis."""
 _MEASURE_FRAMES: Final = (24, 120)
+_TIMING_FRAMES: Final = 48
+"""The decoder variants are timed on a piece of this many frames (1.2 s of speech)."""
 _ONE_STEP: Final = 1 / 32768
 _STYLE: Final = "jf_alpha"  # ships in the model's own package
+_LEVEL: Final = "ORT_ENABLE_EXTENDED"
 
 
 def prepare(model_path: Path, folder: Path, sha256: str, progress: Progress) -> None:
@@ -59,15 +70,15 @@ def prepare(model_path: Path, folder: Path, sha256: str, progress: Progress) -> 
         progress.begin("split")
         parts = split_kokoro_graph(onnx.load(str(model_path)))
         progress.begin("optimize")
-        for name, graph in (("encoder", parts.encoder), ("decoder", parts.decoder)):
-            save_optimized(graph.SerializeToString(), work, name, "ORT_ENABLE_EXTENDED")
+        save_optimized(parts.encoder.SerializeToString(), work, "encoder", _LEVEL)
+        decoders = _save_decoders(work, parts.decoder)
         windowed, extra = parts.windowed, parts.extra_inputs
         del parts  # the child's peak memory matters on a small board
         progress.begin("probe")
         manifest: dict[str, Any] = {
             "format": FORMAT, "kind": "kokoro", "onnxruntime": ort_version(),
             "cpu": cpu_signature(), "source": str(model_path), "source_sha256": sha256,
-            **probe(model_path, work, windowed, extra)}
+            **probe(model_path, work, windowed, extra, decoders)}
         progress.begin("write")
         manifest["files"] = {p.name: dict(zip(("size", "xxh3"), file_digest(p), strict=True))
                              for p in sorted(work.iterdir())}
@@ -78,14 +89,53 @@ def prepare(model_path: Path, folder: Path, sha256: str, progress: Progress) -> 
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _save_decoders(work: Path, decoder: onnx.ModelProto) -> dict[str, Path]:
+    """The decoder saved optimized (`work/decoder-none/`) and, where it has integer
+    convolutions, with them as matrix products (`work/decoder-intconv/`). Rewritten after ORT
+    optimized it: ORT runs the nodes in the order of the file, and the order it saves its own
+    output in interleaves each tap's slice and product (measured: +45 % peak memory, slower)."""
+    import onnx
+
+    folders = {"none": work / "decoder-none"}
+    folders["none"].mkdir()
+    save_optimized(decoder.SerializeToString(), folders["none"], "decoder", _LEVEL)
+    try:
+        graph = onnx.load(str(folders["none"] / "decoder.onnx"))
+        if convs_as_matmuls(graph):
+            folders["intconv"] = work / "decoder-intconv"
+            folders["intconv"].mkdir()
+            onnx.save(graph, str(folders["intconv"] / "decoder.onnx"), save_as_external_data=True,
+                      location="decoder.weights", size_threshold=1024)
+            shutil.copymode(folders["none"] / "decoder.weights",
+                            folders["intconv"] / "decoder.weights")
+    except Exception as err:  # the plain decoder stays: say why in the child's stderr
+        print(f"decoder intconv left out: {type(err).__name__}: {err}"[:300], file=sys.stderr)
+        folders.pop("intconv", None)
+    return folders
+
+
+def _choose_decoder(work: Path, folders: dict[str, Path], made: dict[str, np.ndarray],
+                    reference: np.ndarray, timed: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Keep the decoder variant that makes `made` into `reference` fastest (timed on `timed`)
+    as `work/decoder.onnx`."""
+    report = measure_variants(folders, "decoder", 2, to_int16(reference),
+                              lambda s: to_int16(s.run(None, made)[0].reshape(-1)),
+                              lambda s: s.run(None, timed))
+    for suffix in (".onnx", ".weights"):
+        (folders[report["chosen"]] / f"decoder{suffix}").rename(work / f"decoder{suffix}")
+    for folder in folders.values():
+        shutil.rmtree(folder, ignore_errors=True)
+    return report
+
+
 def read_ok(folder: Path, sha256: str) -> bool:
     from .prepared import read_prepared
 
     return read_prepared(folder, sha256) is not None
 
 
-def probe(model_path: Path, work: Path, windowed: tuple[str, ...],
-          extra: tuple[str, ...]) -> dict[str, Any]:
+def probe(model_path: Path, work: Path, windowed: tuple[str, ...], extra: tuple[str, ...],
+          decoders: dict[str, Path]) -> dict[str, Any]:
     """What the manifest says about the parts; ValueError when they do not make the whole's
     audio. One session at a time: the child's peak memory."""
     whole = open_session(model_path, 2, arena="own")
@@ -98,6 +148,8 @@ def probe(model_path: Path, work: Path, windowed: tuple[str, ...],
     frames = min(b for n in windowed for a, b in zip(short[n].shape, long[n].shape, strict=True)
                  if a != b)  # the slowest rate's length: one step per frame
     layout = [_time_axis(name, short[name], long[name], frames) for name in windowed]
+    rewrites = _choose_decoder(work, decoders, long, references[_PROBE_TOKENS[-1]],
+                               _window(long, layout, _TIMING_FRAMES))
     decoder = open_session(work / "decoder.onnx", 2, level="ORT_DISABLE_ALL", arena="own")
     kb_per_frame, s_per_frame = window_cost(decoder, partial(_window, long, layout),
                                             _MEASURE_FRAMES)
@@ -109,7 +161,8 @@ def probe(model_path: Path, work: Path, windowed: tuple[str, ...],
     if rest:
         raise ValueError(f"the decoder makes {audio.size} samples from {frames} frames")
     return {"windowed": layout, "extra_inputs": list(extra), "hop": hop, "pad": PAD_FRAMES,
-            "decoder_kb_per_frame": kb_per_frame, "decoder_s_per_frame": s_per_frame}
+            "decoder_kb_per_frame": kb_per_frame, "decoder_s_per_frame": s_per_frame,
+            "rewrites": {"decoder": rewrites}}
 
 
 def _feeds(count: int) -> dict[str, np.ndarray]:

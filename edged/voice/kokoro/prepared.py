@@ -61,6 +61,8 @@ class PreparedKokoro:
     kb_per_frame: float
     s_per_frame: float
     """A decoder frame's time on two threads, measured when prepared."""
+    decoder_rewrite: str = "none"
+    """"intconv": the decoder's integer convolutions run as matrix products (faster here)."""
 
     def open(self, threads: int, *, head_window: bool = False,
              arena: Arena = "shared") -> SplitModel:
@@ -87,7 +89,8 @@ class PreparedKokoro:
         return max(FIRST_WINDOW_FRAMES, math.ceil(frames * ratio / (1 + ratio)) + self.pad)
 
     def describe(self) -> str:
-        return f"encoder + decoder, optimized ({self.kb_per_frame:.0f} KB a decoder frame)"
+        convs = ", convolutions as matrix products" if self.decoder_rewrite == "intconv" else ""
+        return f"encoder + decoder, optimized{convs} ({self.kb_per_frame:.0f} KB a decoder frame)"
 
 
 def prepared_folder(cache_dir: Path, model_path: Path, sha256: str) -> Path:
@@ -110,14 +113,16 @@ def read_prepared(folder: Path, sha256: str) -> PreparedKokoro | None:
         return PreparedKokoro(folder, windowed, tuple(str(n) for n in manifest["extra_inputs"]),
                               int(manifest["hop"]), int(manifest["pad"]),
                               float(manifest["decoder_kb_per_frame"]),
-                              float(manifest["decoder_s_per_frame"]))
+                              float(manifest["decoder_s_per_frame"]),
+                              # absent: prepared before the decoder's rewrite was tried
+                              str(manifest["rewrites"]["decoder"]["chosen"]))
     except (KeyError, TypeError, ValueError, OSError):
         return None
 
 
 def ensure_prepared(model_path: Path, sha256: str, cache_dir: Path,
                     status: StatusLine | None = None) -> PreparedKokoro | None:
-    """The prepared Kokoro model, preparing it first when needed (about 11 s here, once per
+    """The prepared Kokoro model, preparing it first when needed (about 23 s here, once per
     model, onnxruntime version and CPU); None when that fails. Checked once per process (its
     files' xxh3: 91 MB), not again at the first Kokoro request after `prepare_ahead`."""
     folder = prepared_folder(cache_dir, model_path, sha256)
@@ -135,7 +140,7 @@ def ensure_prepared(model_path: Path, sha256: str, cache_dir: Path,
 def prepare_ahead(cache_dir: Path, fits: Callable[[str], str | None],
                   status: StatusLine | None = None) -> PreparedKokoro | None:
     """Prepare the Kokoro model before the daemon says it is ready (and at `edged cache warm`),
-    so that the first request naming a Kokoro voice does not wait for it (about 11 s here,
+    so that the first request naming a Kokoro voice does not wait for it (about 23 s here,
     minutes on a Pi): when the model package is installed and a Kokoro voice would fit the
     memory budget (`fits`: LoadedVoices.fits; a board that cannot load Kokoro is not made to
     prepare it)."""

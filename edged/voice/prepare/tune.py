@@ -64,7 +64,7 @@ def choose(work: Path, parts: dict[str, onnx.ModelProto], latent: str, extra_inp
               "decoder": (decoder_threads, decoder_audio,
                           lambda s: s.run(None, {latent: window, **extra}))}
     for part, (count, audio, run) in checks.items():
-        report[part] = _measure(saved[part], part, count, reference, audio, run)
+        report[part] = measure_variants(saved[part], part, count, reference, audio, run)
         chosen = report[part]["chosen"]
         for suffix in (".onnx", ".weights"):
             (saved[part][chosen] / f"{part}{suffix}").rename(work / f"{part}{suffix}")
@@ -105,9 +105,10 @@ def _save_variants(work: Path, parts: dict[str, onnx.ModelProto], enabled: bool,
     return saved, errors
 
 
-def _measure(folders: dict[str, Path], part: str, threads: int, reference: np.ndarray,
+def measure_variants(folders: dict[str, Path], part: str, threads: int, reference: np.ndarray,
              audio: Callable[[Any], np.ndarray], run: Callable[[Any], object]) -> dict[str, Any]:
-    """Each variant's audio difference and fastest time; the chosen one."""
+    """Each variant's audio difference and fastest time; the chosen one (`folders` must have
+    "none", the plain graph). Kokoro's preparer uses it for its decoder too."""
     measured: dict[str, dict[str, Any]] = {}
     for name, folder in folders.items():
         made = audio(open_session(folder / f"{part}.onnx", threads, level="ORT_DISABLE_ALL"))
