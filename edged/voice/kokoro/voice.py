@@ -168,7 +168,7 @@ class KokoroVoice(OneSpeakerVoice):
 
     def __init__(self, name: str, model: KokoroModel, style: np.ndarray, *,
                  fingerprint: str, sentence_pause_ms: int = 200, max_tokens: int = MAX_TOKENS,
-                 date_order: str = "mdy") -> None:
+                 date_order: str = "mdy", cache_dir: Path | None = None) -> None:
         self.name = KOKORO_PREFIX + name
         style_name, self.language = kokoro_assets.split_name(name)
         self._model = model
@@ -179,7 +179,7 @@ class KokoroVoice(OneSpeakerVoice):
         self.first_tokens, self.first_min_tokens = FIRST_BY_LANGUAGE.get(self.language,
                                                                           EARLIER_FIRST)
         self._use_normalizer(date_order)
-        self._phonemize = _phonemizer(self.language, british=style_name.startswith("b"))
+        self._phonemize = _phonemizer(self.language, style_name.startswith("b"), cache_dir)
         self._lock = threading.Lock()
         self.license = kokoro_assets.LICENSE
         self.credit = "Kokoro-82M by hexgrad"
@@ -269,12 +269,13 @@ def load_kokoro(name: str, *, cache_dir: Path, dirs: Sequence[Path], threads: in
     fingerprint = hashlib.sha256(
         f"kokoro:{model_sha}{how}:{style_sha}:{versions}".encode()).hexdigest()
     return KokoroVoice(name, model, style, fingerprint=fingerprint,
-                       sentence_pause_ms=sentence_pause_ms, date_order=date_order)
+                       sentence_pause_ms=sentence_pause_ms, date_order=date_order,
+                       cache_dir=cache_dir)
 
 
-def _phonemizer(language: str, british: bool) -> Callable[[str], str]:
+def _phonemizer(language: str, british: bool, cache_dir: Path | None) -> Callable[[str], str]:
     try:
-        return kokoro_g2p.phonemizer_for(language, british)
+        return kokoro_g2p.phonemizer_for(language, british, cache_dir)
     except ImportError as err:
         raise VoiceError(f"the Kokoro {language} frontend is not installed ({err.name}): "
                          f"pip install 'edged[{kokoro_g2p.EXTRAS[language]}]'") from None
