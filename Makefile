@@ -11,7 +11,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 ARM64_PACKAGES := qemu-user-static binfmt-support mmdebstrap arch-test zstd
 
-.PHONY: install run test test-long test-arm64 test-ha bench bench-languages bench-intelligibility lint clean
+.PHONY: install run test test-long test-arm64 test-ha bench bench-languages bench-intelligibility bench-kokoro lint clean
 
 # System packages: install only those of $(1) that are missing (apt-get update only when needed).
 apt_missing = missing=""; for p in $(1); do \
@@ -115,6 +115,14 @@ bench-languages: install
 	$(PY) -m pip install -q -e '.[test,ja,zh,ko,yue]'
 	$(call pull_styles)
 	$(PY) -m bench.languages --voices $(VENV)/edged-voices
+
+# Issue 26's figures: the prepared Kokoro against the unmodified session (about 6 min), and the
+# daemon's memory with Piper and Kokoro under load at three limits (about 8 min).
+bench-kokoro: install
+	$(PY) -m pip install -q -e '.[test,bench,ja,zh,en]'
+	$(call pull_styles)
+	$(PY) -m bench.kokoro_prepared --voices $(VENV)/edged-voices
+	$(PY) -m bench.kokoro_memory --voices $(VENV)/edged-voices --memory-mb 512 640 800
 
 lint: install
 	$(VENV)/bin/ruff check edged tests bench
