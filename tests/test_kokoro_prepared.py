@@ -222,5 +222,7 @@ def test_the_model_is_prepared_ahead_only_where_a_kokoro_voice_fits(tmp_path: Pa
 
     assert prepare_ahead(tmp_path, over_budget) is None
     assert asked == ["kokoro:jf_alpha"] and not (tmp_path / "models").exists()
+    assert not (tmp_path / "frontend").exists()  # nor Mandarin's word index
     ready = prepare_ahead(tmp_path, lambda name: None)
     assert ready is not None and (ready.folder / "manifest.json").is_file()
+    assert list((tmp_path / "frontend").glob("jieba-*/index.json"))  # make test-long has edged[zh]

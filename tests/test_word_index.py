@@ -92,6 +92,18 @@ def test_a_damaged_index_falls_back_to_jiebas_dict_with_one_warning(
         "match each other); jieba loads its own dictionary (0.6 s, +62 MB)"]
 
 
+def test_an_index_of_another_jieba_dictionary_is_removed_when_this_one_is_built(
+        tmp_path: Path) -> None:
+    from edged.frontend.word_index import open_index
+
+    stale = tmp_path / "frontend" / "jieba-000000000000"
+    stale.mkdir(parents=True)
+    (stale / "index.json").write_text("{}")
+    assert open_index(tmp_path) is not None
+    assert [p.name for p in (tmp_path / "frontend").iterdir()] != ["jieba-000000000000"]
+    assert not stale.exists()
+
+
 def test_the_builder_says_how_to_call_it() -> None:
     done = subprocess.run([sys.executable, "-m", "edged.frontend.word_index"],
                           capture_output=True, text=True, timeout=60)

@@ -150,6 +150,9 @@ def build(dictionary: Path, folder: Path) -> None:
         except OSError:  # another process built it meanwhile
             if not (folder / _INDEX).exists():
                 raise
+        for old in folder.parent.glob("jieba-*"):  # another jieba's (a process using one
+            if old != folder:                      # keeps its mapped files)
+                shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -10,6 +10,7 @@ checksum prepares it again. When preparing fails, the model runs whole (as befor
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import math
 import sys
@@ -143,9 +144,13 @@ def prepare_ahead(cache_dir: Path, fits: Callable[[str], str | None],
     so that the first request naming a Kokoro voice does not wait for it (about 23 s here,
     minutes on a Pi): when the model package is installed and a Kokoro voice would fit the
     memory budget (`fits`: LoadedVoices.fits; a board that cannot load Kokoro is not made to
-    prepare it)."""
+    prepare it). With edged[zh], Mandarin's word index too (frontend/word_index.py: 1.2 s)."""
     if not assets.installed() or fits(f"{KOKORO_PREFIX}{_ANY_STYLE}") is not None:
         return None
+    if importlib.util.find_spec("jieba") is not None:
+        from ...frontend.word_index import open_index
+
+        open_index(cache_dir)  # built once; a failure is logged and retried at the first load
     try:
         path = assets.model_file(cache_dir)
         sha256 = file_sha256(path, cache_dir / HASH_MEMO_NAME)  # as load_kokoro: no rehash
