@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -46,7 +47,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -256,35 +257,46 @@ def _alarms(w: Watcher, count: int) -> tuple[list[float], list[float], int, int]
     return first, received, lost, other
 
 
-def measure(load: str, alarms: int, use_cgroup: bool, cache: Path) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix=f"edged-critical-{load}-"))
+@contextlib.contextmanager
+def daemon_under_test(name: str, limit_mb: int, use_cgroup: bool, cache: Path,
+                      ) -> Iterator[tuple[DaemonProc, Watcher, dict[str, Any]]]:
+    """A broker, a watcher and the daemon (not started: the caller may change its config first),
+    in a memory group of 1.28 x `limit_mb` when `use_cgroup` and the machine has one; all of it
+    torn down after, the group's peak and OOM kills then in the yielded dict's "cgroup"."""
+    work = Path(tempfile.mkdtemp(prefix=f"edged-{name}-"))
     broker = Broker.anonymous(work / "broker", "").start()
-    prefix = f"bench/critical-{uuid.uuid4().hex[:6]}"
-    group = _cgroup(int(_MEMORY_MB * 1.28)) if use_cgroup else None
+    prefix = f"bench/{name}-{uuid.uuid4().hex[:6]}"
+    group = _cgroup(int(limit_mb * 1.28)) if use_cgroup else None
     # Not `<prefix>/#`: the settings load publishes there, and a watcher that gets the
     # flood too lags behind it (its alarm events minutes late).
     w = Watcher(broker.port, prefix, topics=("event", "state", "availability"))
     d = _daemon(work, broker, prefix, group, cache)
+    out: dict[str, Any] = {"broker": broker.port, "prefix": prefix}
     try:
+        yield d, w, out
+    finally:
+        d.stop()
+        w.close()
+        broker.stop()
+        out["cgroup"] = _drop_cgroup(group) if group is not None else None
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(load: str, alarms: int, use_cgroup: bool, cache: Path) -> dict[str, Any]:
+    with daemon_under_test(f"critical-{load}", _MEMORY_MB, use_cgroup, cache) as (d, w, out):
         d.start(w, timeout=300)
         cfg = d.config
-        ctx = {"http": f"http://127.0.0.1:{cfg['http']['port']}", "broker": broker.port,
-               "wyoming_port": cfg["wyoming"]["port"], "prefix": prefix}
+        ctx = {"http": f"http://127.0.0.1:{cfg['http']['port']}", "broker": out["broker"],
+               "wyoming_port": cfg["wyoming"]["port"], "prefix": out["prefix"]}
         running = Load(load, ctx).start()
         time.sleep(2.0)  # the load reaches its stride (a benchmark, not a test)
         first, received, lost, other = _alarms(w, alarms)
         running.stop()
         alive = d.alive()
-    finally:
-        d.stop()
-        w.close()
-        broker.stop()
-        memory = _drop_cgroup(group) if group is not None else None
-        shutil.rmtree(work, ignore_errors=True)
     return {"load": load, "first_audio_ms": summary(first, 1),
             "receipt_to_first_audio_ms": summary(received, 1), "alarms": alarms,
             "lost": lost, "failed": other, "alive": alive, "load_counts": running.counts,
-            "cgroup": memory}
+            "cgroup": out["cgroup"]}
 
 
 _UNIT_TEXT = ("the kettle in the kitchen boiled while the rain went on against the window and nobody "

@@ -23,7 +23,6 @@ Writes bench/results/kokoro_memory.json (with the machine block).
 from __future__ import annotations
 
 import argparse
-import shutil
 import tempfile
 import time
 import uuid
@@ -32,12 +31,10 @@ from typing import Any
 
 import httpx
 
-from tests.harness.broker import Broker
 from tests.harness.daemon import peak_rss_mb
-from tests.harness.watcher import Watcher
 
 from .common import REPO_DIR, machine_info, table, write_result
-from .critical import _STORY, Load, _cgroup, _daemon, _drop_cgroup
+from .critical import _STORY, Load, daemon_under_test
 from .kokoro_prepared import LONGEST
 
 _VOICE = "kokoro:zm_yunjian"
@@ -62,18 +59,12 @@ class _Beside(Load):
 
 
 def measure(memory_mb: int, rounds: int, voices: Path, cache: Path) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="edged-kokoro-memory-"))
-    broker = Broker.anonymous(work / "broker", "").start()
-    prefix = f"bench/kokoro-memory-{uuid.uuid4().hex[:6]}"
-    group = _cgroup(int(memory_mb * 1.28))
-    w = Watcher(broker.port, prefix, topics=("event", "state", "availability"))
-    d = _daemon(work, broker, prefix, group, cache)
-    d.config["limits"]["memory_mb"] = memory_mb
-    d.config["voice"]["dirs"] = [str(voices)]
-    d.config["languages"] = {"zh": _VOICE}
     finals: dict[str, int] = {}
     peak = None
-    try:
+    with daemon_under_test("kokoro-memory", memory_mb, True, cache) as (d, w, out):
+        d.config["limits"]["memory_mb"] = memory_mb
+        d.config["voice"]["dirs"] = [str(voices)]
+        d.config["languages"] = {"zh": _VOICE}
         d.start(w, timeout=900)  # a fresh cache prepares both models first
         cfg = d.config
         beside = _Beside("beside", {"http": f"http://127.0.0.1:{cfg['http']['port']}",
@@ -87,15 +78,9 @@ def measure(memory_mb: int, rounds: int, voices: Path, cache: Path) -> dict[str,
         alive = d.alive()
         if d.proc is not None:
             peak = peak_rss_mb(d.proc.pid)
-    finally:
-        d.stop()
-        w.close()
-        broker.stop()
-        memory = _drop_cgroup(group) if group is not None else None
-        shutil.rmtree(work, ignore_errors=True)
     return {"memory_mb": memory_mb, "rounds": rounds, "mqtt_finals": finals,
             "beside": dict(sorted(beside.counts.items())), "alive": alive,
-            "daemon_peak_rss_mb": peak, "cgroup": memory}
+            "daemon_peak_rss_mb": peak, "cgroup": out["cgroup"]}
 
 
 def main() -> None:
