@@ -55,7 +55,7 @@ _TONE_ARROWS: Final = (("˧˩˧", "↓"), ("˧˥", "↗"), ("˥˩", "↘"), ("˥
                        ("\u027b\u0329", "ɨ"), ("\u0279\u0329", "ɨ"))
 """misaki's IPA tone letters as the four arrows of Kokoro's vocabulary (longest first), and
 its syllabic approximants as ɨ."""
-_cut_with: list[Callable[[str], list[str]]] = []
+_indexed_cut: Callable[[str], list[str]] | None = None
 """The cut on the mapped word index (word_index.py), once `warm_up(cache_dir)` opened one."""
 
 
@@ -92,15 +92,16 @@ def _import_jieba() -> Any:
 def warm_up(cache_dir: Path | None = None) -> None:
     """Import the Mandarin stack now (ImportError when edged[zh] is missing); with `cache_dir`,
     cut words on jieba's table mapped from there (word_index.py: no 0.6 s, 62 MB load)."""
-    cut, _, _ = _g2p()
-    if cache_dir is not None and not _cut_with:
+    global _indexed_cut
+    _g2p()
+    if cache_dir is not None and _indexed_cut is None:
         from .word_index import open_index
 
         index = open_index(cache_dir)
         if index is not None:
             tokenizer = _import_jieba().Tokenizer()
             tokenizer.FREQ, tokenizer.total, tokenizer.initialized = index, index.total, True
-            _cut_with.append(tokenizer.lcut)
+            _indexed_cut = tokenizer.lcut
 
 
 def syllable_ipa(syllable: str) -> str:
@@ -118,7 +119,7 @@ def _arrows(phone: str) -> str:
 def words_pinyin(text: str) -> list[tuple[str, list[str]]]:
     """(word, pinyin with spoken tones) of each word of a run of Han characters."""
     cut, pinyin, _ = _g2p()
-    words = [w for w in (_cut_with[0] if _cut_with else cut)(text) if w]
+    words = [w for w in (_indexed_cut or cut)(text) if w]
     out = [(word, ["de5"] if word == "得" else list(_WORDS.get(word) or pinyin(word)))
            for word in words]  # 得 alone is the particle
     _polyphones(out)

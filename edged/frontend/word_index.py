@@ -3,7 +3,7 @@
 On its first cut jieba loads its prefix dictionary (498,113 words and word prefixes with their
 frequencies) into a Python dict: 0.6 s from its own marshal cache and +62 MB RSS here, in every
 process that speaks Mandarin (a Pi: seconds). The same table, sorted by key, is written once
-into `<cache>/frontend/jieba-<sha12>/` by a child process (`python -m edged.frontend.word_index`,
+into `<cache>/frontend/jieba-<stamp>/` by a child process (`python -m edged.frontend.word_index`,
 using jieba's own reader of its dictionary) and then mapped and searched by bisection: nothing to
 load, pages shared between processes, a few microseconds a lookup (a line makes a few hundred).
 The cut itself stays jieba's (its DAG, route and HMM code run on this table), so the words are
@@ -94,8 +94,11 @@ def jieba_dictionary() -> Path:
 
 
 def index_folder(cache_dir: Path, dictionary: Path) -> Path:
-    digest = hashlib.sha256(dictionary.read_bytes()).hexdigest()
-    return cache_dir / "frontend" / f"jieba-{digest[:12]}"
+    """Named by the dictionary's size and time (a stat, not a read of its 5 MB at every start):
+    another jieba's dictionary gets its own index."""
+    st = dictionary.stat()
+    stamp = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+    return cache_dir / "frontend" / f"jieba-{stamp[:12]}"
 
 
 def open_index(cache_dir: Path) -> WordIndex | None:

@@ -37,7 +37,7 @@ from ..prepare.intconv import convs_as_matmuls
 from ..prepare.prepare import move_into_place, remove_leftovers, save_optimized
 from ..prepare.probe import window_cost
 from ..prepare.progress import Progress, stages_for
-from ..prepare.tune import measure_variants
+from ..prepare.tune import keep_chosen, measure_variants
 from . import assets
 
 if TYPE_CHECKING:
@@ -121,10 +121,7 @@ def _choose_decoder(work: Path, folders: dict[str, Path], made: dict[str, np.nda
     report = measure_variants(folders, "decoder", 2, to_int16(reference),
                               lambda s: to_int16(s.run(None, made)[0].reshape(-1)),
                               lambda s: s.run(None, timed))
-    for suffix in (".onnx", ".weights"):
-        (folders[report["chosen"]] / f"decoder{suffix}").rename(work / f"decoder{suffix}")
-    for folder in folders.values():
-        shutil.rmtree(folder, ignore_errors=True)
+    keep_chosen(folders, "decoder", report["chosen"], work)
     return report
 
 

@@ -65,12 +65,7 @@ def choose(work: Path, parts: dict[str, onnx.ModelProto], latent: str, extra_inp
                           lambda s: s.run(None, {latent: window, **extra}))}
     for part, (count, audio, run) in checks.items():
         report[part] = measure_variants(saved[part], part, count, reference, audio, run)
-        chosen = report[part]["chosen"]
-        for suffix in (".onnx", ".weights"):
-            (saved[part][chosen] / f"{part}{suffix}").rename(work / f"{part}{suffix}")
-    for folders in saved.values():
-        for folder in folders.values():
-            shutil.rmtree(folder, ignore_errors=True)
+        keep_chosen(saved[part], part, report[part]["chosen"], work)
     if errors:
         report["errors"] = errors
     return report
@@ -105,8 +100,18 @@ def _save_variants(work: Path, parts: dict[str, onnx.ModelProto], enabled: bool,
     return saved, errors
 
 
+def keep_chosen(folders: dict[str, Path], part: str, chosen: str, work: Path) -> None:
+    """The chosen variant's files become `work/<part>.onnx` (+ `.weights`); the variants' folders
+    go."""
+    for suffix in (".onnx", ".weights"):
+        (folders[chosen] / f"{part}{suffix}").rename(work / f"{part}{suffix}")
+    for folder in folders.values():
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def measure_variants(folders: dict[str, Path], part: str, threads: int, reference: np.ndarray,
-             audio: Callable[[Any], np.ndarray], run: Callable[[Any], object]) -> dict[str, Any]:
+                     audio: Callable[[Any], np.ndarray],
+                     run: Callable[[Any], object]) -> dict[str, Any]:
     """Each variant's audio difference and fastest time; the chosen one (`folders` must have
     "none", the plain graph). Kokoro's preparer uses it for its decoder too."""
     measured: dict[str, dict[str, Any]] = {}
