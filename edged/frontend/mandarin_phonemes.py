@@ -91,8 +91,13 @@ def _import_jieba() -> Any:
 
 def warm_up(cache_dir: Path | None = None) -> None:
     """Import the Mandarin stack now (ImportError when edged[zh] is missing); with `cache_dir`,
-    cut words on jieba's table mapped from there (word_index.py: no 0.6 s, 62 MB load)."""
+    jieba's and pypinyin's tables mapped from there (word_index.py, pinyin_index.py: no 0.8 s,
+    110 MB of dicts)."""
     global _indexed_cut
+    if cache_dir is not None:
+        from .pinyin_index import import_mapped
+
+        import_mapped(cache_dir)  # before misaki or anyone imports pypinyin whole
     _g2p()
     if cache_dir is not None and _indexed_cut is None:
         from .word_index import open_index

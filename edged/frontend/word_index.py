@@ -9,29 +9,24 @@ load, pages shared between processes, a few microseconds a lookup (a line makes 
 The cut itself stays jieba's (its DAG, route and HMM code run on this table), so the words are
 jieba's: tests check every key's frequency and the cut of the development sets.
 
-Files: `keys.bin` (the keys as UTF-8, in byte order), `offsets.u32` (where each key starts, one
-more for the end), `freqs.u32`, `index.json` (count, total, byte order, the dictionary's sha256).
+The table is a `mapped_table.MappedTable` ("words": each word or prefix -> its frequency).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import mmap
-import os
 import shutil
 import subprocess
 import sys
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
 
+from . import mapped_table
+
 _LOGGER = logging.getLogger(__name__)
-_INDEX: Final = "index.json"
-_LOOKUPS_KEPT: Final = 1 << 16
-"""Lookups remembered (a DAG asks for each fragment two or three times)."""
-_BUILD_TIMEOUT_S: Final = 600
+_FORMAT: Final = "2"
+"""Part of the folder's name: an index written in an older layout is built again."""
 
 
 class WordIndex:
@@ -39,52 +34,28 @@ class WordIndex:
     `get`) and its `total`. ValueError when the folder's files do not hold together."""
 
     def __init__(self, folder: Path) -> None:
-        meta = json.loads((folder / _INDEX).read_text(encoding="utf-8"))
-        if meta.get("byteorder") != sys.byteorder:
-            raise ValueError(f"{folder}: written on a {meta.get('byteorder')}-endian machine")
-        self.total, self._count = int(meta["total"]), int(meta["count"])
-        self._maps = [_map(folder / name) for name in ("keys.bin", "offsets.u32", "freqs.u32")]
-        self._keys = self._maps[0]
-        self._offsets = memoryview(self._maps[1]).cast("I")
-        self._freqs = memoryview(self._maps[2]).cast("I")
-        if len(self._offsets) != self._count + 1 or len(self._freqs) != self._count \
-                or self._offsets[-1] != len(self._keys):
-            raise ValueError(f"{folder}: the index files do not match each other")
-        self._lookup = lru_cache(maxsize=_LOOKUPS_KEPT)(self._find)
+        self.total = int(mapped_table.read_meta(folder)["total"])
+        self._table = mapped_table.MappedTable(folder, "words")
 
-    def _find(self, word: str) -> int | None:
-        key, keys, offsets = word.encode("utf-8"), self._keys, self._offsets
-        lo, hi = 0, self._count
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if keys[offsets[mid]:offsets[mid + 1]] < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < self._count and keys[offsets[lo]:offsets[lo + 1]] == key:
-            return int(self._freqs[lo])
-        return None
+    def _count(self, word: str) -> int | None:
+        found = self._table.find(word)
+        return None if found is None else int(found)
 
     def get(self, word: str, default: Any = None) -> Any:
-        found = self._lookup(word)
+        found = self._count(word)
         return default if found is None else found
 
     def __contains__(self, word: object) -> bool:
-        return isinstance(word, str) and self._lookup(word) is not None
+        return isinstance(word, str) and self._table.find(word) is not None
 
     def __getitem__(self, word: str) -> int:
-        found = self._lookup(word)
+        found = self._count(word)
         if found is None:
             raise KeyError(word)
         return found
 
     def __len__(self) -> int:
-        return self._count
-
-
-def _map(path: Path) -> mmap.mmap:
-    with open(path, "rb") as f:
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return self._table.count
 
 
 def jieba_dictionary() -> Path:
@@ -97,7 +68,7 @@ def index_folder(cache_dir: Path, dictionary: Path) -> Path:
     """Named by the dictionary's size and time (a stat, not a read of its 5 MB at every start):
     another jieba's dictionary gets its own index."""
     st = dictionary.stat()
-    stamp = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+    stamp = hashlib.sha256(f"{_FORMAT}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
     return cache_dir / "frontend" / f"jieba-{stamp[:12]}"
 
 
@@ -107,22 +78,13 @@ def open_index(cache_dir: Path) -> WordIndex | None:
     try:
         dictionary = jieba_dictionary()
         folder = index_folder(cache_dir, dictionary)
-        if not (folder / _INDEX).exists():
-            _build_in_child(dictionary, folder)
+        if not (folder / mapped_table.INDEX).exists():
+            mapped_table.build_in_child(__name__, str(dictionary), str(folder))
         return WordIndex(folder)
     except (OSError, ValueError, KeyError, subprocess.SubprocessError) as err:
         _LOGGER.warning("Mandarin word index: cannot use one in %s (%s); jieba loads its own "
                         "dictionary (0.6 s, +62 MB)", cache_dir, err)
         return None
-
-
-def _build_in_child(dictionary: Path, folder: Path) -> None:
-    """A child builds it: jieba's dict of the whole table (+60 MB) must not stay in our heap."""
-    done = subprocess.run([sys.executable, "-m", "edged.frontend.word_index", str(dictionary),
-                           str(folder)], capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
-    if done.returncode != 0:
-        raise OSError(done.stderr.strip().splitlines()[-1] if done.stderr.strip()
-                      else f"the builder exited {done.returncode}")
 
 
 def build(dictionary: Path, folder: Path) -> None:
@@ -131,42 +93,16 @@ def build(dictionary: Path, folder: Path) -> None:
 
     with open(dictionary, "rb") as f:
         freq, total = jieba.Tokenizer.gen_pfdict(f)
-    items = sorted((word.encode("utf-8"), count) for word, count in freq.items())
+    items = [(word.encode("utf-8"), str(count).encode()) for word, count in freq.items()]
     del freq
-    work = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    work.mkdir(parents=True, exist_ok=True)
+    work = mapped_table.work_folder(folder)
     try:
-        offsets, at = [], 0
-        with open(work / "keys.bin", "wb") as keys:
-            for key, _ in items:
-                offsets.append(at)
-                keys.write(key)
-                at += len(key)
-        offsets.append(at)
-        (work / "offsets.u32").write_bytes(memoryview(_u32(offsets)))
-        (work / "freqs.u32").write_bytes(memoryview(_u32([count for _, count in items])))
-        (work / _INDEX).write_text(json.dumps({
-            "count": len(items), "total": total, "byteorder": sys.byteorder,
-            "dictionary_sha256": hashlib.sha256(dictionary.read_bytes()).hexdigest()}))
-        try:
-            work.rename(folder)
-        except OSError:  # another process built it meanwhile
-            if not (folder / _INDEX).exists():
-                raise
-        for old in folder.parent.glob("jieba-*"):  # another jieba's (a process using one
-            if old != folder:                      # keeps its mapped files)
-                shutil.rmtree(old, ignore_errors=True)
+        count = mapped_table.write_table(work, "words", items)
+        sha256 = hashlib.sha256(dictionary.read_bytes()).hexdigest()
+        mapped_table.finish(work, folder, {"tables": {"words": count}, "total": total,
+                                           "dictionary_sha256": sha256}, "jieba-*")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _u32(values: list[int]) -> Any:
-    from array import array
-
-    made = array("I", values)
-    if made.itemsize != 4:
-        raise ValueError("no 4-byte unsigned int on this platform")
-    return made
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -138,19 +139,32 @@ def ensure_prepared(model_path: Path, sha256: str, cache_dir: Path,
     return prepared
 
 
+def _mandarin_tables(cache_dir: Path) -> None:
+    """Built once; a failure is logged here and tried again at the first Mandarin load."""
+    if importlib.util.find_spec("jieba") is not None:
+        from ...frontend.word_index import open_index
+
+        open_index(cache_dir)
+    if importlib.util.find_spec("pypinyin") is not None:
+        from ...frontend.pinyin_index import open_tables
+
+        try:
+            open_tables(cache_dir)
+        except (OSError, ValueError, KeyError, subprocess.SubprocessError) as err:
+            _LOGGER.warning("pypinyin's tables: cannot build them in %s now (%s)", cache_dir, err)
+
+
 def prepare_ahead(cache_dir: Path, fits: Callable[[str], str | None],
                   status: StatusLine | None = None) -> PreparedKokoro | None:
     """Prepare the Kokoro model before the daemon says it is ready (and at `edged cache warm`),
     so that the first request naming a Kokoro voice does not wait for it (about 23 s here,
     minutes on a Pi): when the model package is installed and a Kokoro voice would fit the
     memory budget (`fits`: LoadedVoices.fits; a board that cannot load Kokoro is not made to
-    prepare it). With edged[zh], Mandarin's word index too (frontend/word_index.py: 1.2 s)."""
+    prepare it). With edged[zh], Mandarin's mapped tables too (frontend/word_index.py,
+    pinyin_index.py: 2 s)."""
     if not assets.installed() or fits(f"{KOKORO_PREFIX}{_ANY_STYLE}") is not None:
         return None
-    if importlib.util.find_spec("jieba") is not None:
-        from ...frontend.word_index import open_index
-
-        open_index(cache_dir)  # built once; a failure is logged and retried at the first load
+    _mandarin_tables(cache_dir)
     try:
         path = assets.model_file(cache_dir)
         sha256 = file_sha256(path, cache_dir / HASH_MEMO_NAME)  # as load_kokoro: no rehash
