@@ -68,7 +68,10 @@ the languages whose short first piece the judge heard no worse: Japanese. Mandar
 EARLIER_FIRST: cut between words, the judge heard it worse on every measure of the development
 set (CER 0.081 -> 0.106, pinyin with tones 0.053 -> 0.089: tones across the cut), and clauses
 within 32 left more lines uncut (first piece median 56 tokens against 53.5:
-bench/results/kokoro_first.json). English, Korean and Cantonese keep it too until measured."""
+bench/results/kokoro_first.json). English keeps it: a first piece of 24 tokens cut between
+words, the judge heard the same (af_heart, dev set WER 0.030 either way) but distillmos rated
+it lower, 4.44 -> 4.39 (any word), 4.33 (after a stressed word): a cut inside a clause is heard
+(bench/results/mos-kokoro-en-first-piece.json). Korean and Cantonese keep it until measured."""
 _SENTENCE: Final = re.compile(r"[^。！？.!?\n]+[。！？.!?]*|[。！？.!?]+")
 _CUT_AFTER: Final = {"ja": frozenset({"ɡa", "βa", "o", "de", "mo", "to", "kaɾa", "made"})}
 """Where the short first piece may end between words, per language (any word elsewhere).
