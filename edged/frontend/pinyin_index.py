@@ -143,7 +143,8 @@ def import_mapped(cache_dir: Path) -> bool:
 
         if mmseg.seg._prefix_set is not mmseg.p_set:
             raise AttributeError("mmseg's cut has a prefix set of its own")
-        mmseg.p_set._set = phrases.prefixes  # type: ignore[assignment]  # only `in` is asked
+        prefix_set: Any = mmseg.p_set  # its set is only asked `in`
+        prefix_set._set = phrases.prefixes
     except (ImportError, AttributeError) as err:
         for name in [name for name in sys.modules if name.split(".")[0] == "pypinyin"]:
             del sys.modules[name]  # imported again, whole, by whoever needs it
