@@ -162,9 +162,13 @@ def assemble(config: Config, status: StatusLine) -> App:
 def _speech(config: Config, voice: VoiceBackend) -> Speech:
     """The scheduler with every source's bound, the loaded voices (a voice's first inference on
     the scheduler too), the phrase cache: what every source speaks through."""
-    # Idle after work: the voices give back what their arenas kept at the peak.
+    # Idle after work: the voices give back what their arenas kept at the peak; and after
+    # each stream while over the budget, since under steady load the daemon is never idle and
+    # the arenas would keep the peak of two Kokoro pieces decoded at once, the memory guard
+    # answering "busy" meanwhile (bench/kokoro_memory.py at limits.memory_mb 512).
     scheduler = Scheduler(synthesis_workers(config), sources(config),
-                          on_idle=lambda: voices.reclaim())
+                          on_idle=lambda: voices.reclaim(),
+                          after_stream=lambda: voices.reclaim(share=1.0))
 
     def first_inference(loaded: VoiceBackend) -> None:
         text = READY.get(loaded.language, READY["en"])

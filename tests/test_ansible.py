@@ -540,7 +540,7 @@ def test_languages_size_memory_and_config(workspace: Workspace, tmp_path: Path) 
     ws = workspace
     vault_pass = tmp_path / "vault-pass"
     vault_pass.write_text("edged-example\n")
-    for host, memory_mb in (("hall", 640), ("kitchen", 400)):
+    for host, memory_mb in (("hall", 512), ("kitchen", 400)):
         root = tmp_path / host
         play = _play(
             ws, "--limit", host, "--tags", "config,unit", "--vault-password-file",
@@ -584,8 +584,8 @@ def test_the_profile_follows_the_devices_ram(workspace: Workspace, tmp_path: Pat
     """edged_profile auto: a device with less than 768 MB (a Zero 2 W reports about 427) gets
     `profile: low-memory`, limits.memory_mb 160 and the unit's MemoryHigh/MemoryMax from it, and
     its Mandarin speaks with espeak-ng (Kokoro never fits: no extras, no pull); a 4 GB Pi keeps
-    the default profile, Kokoro and 640. The RAM is the gathered fact unless set, as here."""
-    for ram_mb, profile, memory_mb in ((427, "low-memory", 160), (3796, "default", 640)):
+    the default profile, Kokoro and 512. The RAM is the gathered fact unless set, as here."""
+    for ram_mb, profile, memory_mb in ((427, "low-memory", 160), (3796, "default", 512)):
         play, root = _config_play(workspace, tmp_path, "hall", ram_mb)
         assert f"profile {profile} ({ram_mb} MB of RAM; limits.memory_mb {memory_mb})" in play.out
         config = load_config(root / "etc/edged/edged.yaml")
@@ -604,10 +604,10 @@ def test_the_profile_follows_the_devices_ram(workspace: Workspace, tmp_path: Pat
 def test_an_english_kokoro_voice_is_offered_where_it_fits(workspace: Workspace,
                                                           tmp_path: Path) -> None:
     """edged_english_voice: af_heart on an English-only device (issue 26): a 4 GB Pi offers
-    kokoro:af_heart beside Piper (`voices:`, the voice folder searched, limits.memory_mb 640 and
+    kokoro:af_heart beside Piper (`voices:`, the voice folder searched, limits.memory_mb 512 and
     the unit's MemoryMax from it), Piper staying the configured voice; a Zero 2 W (low-memory)
     cannot afford Kokoro and gets none of it."""
-    for ram_mb, memory_mb, voices in ((3796, 640, ["kokoro:af_heart"]), (427, 160, [])):
+    for ram_mb, memory_mb, voices in ((3796, 512, ["kokoro:af_heart"]), (427, 160, [])):
         _, root = _config_play(workspace, tmp_path, "kitchen", ram_mb,
                                     edged_english_voice="af_heart")
         config = load_config(root / "etc/edged/edged.yaml")

@@ -250,3 +250,42 @@ def test_window_lanes_follow_cores_memory_and_settings(tmp_path: Path, options: 
     assert lanes == max(1, min(len(os.sched_getaffinity(0)), most))
     if lanes > 1:  # one worker per lane, unless set
         assert synthesis_workers(config) == (config.limits.synthesis_workers or lanes)
+
+
+def test_after_each_stream_a_hook_runs_even_while_others_are_open() -> None:
+    """The daemon gives memory back after a stream while over its budget: under steady load the
+    scheduler never goes idle, so that cannot wait for `on_idle`."""
+    seen: list[str] = []
+    changed = threading.Condition()
+    release = threading.Event()
+
+    def note(what: str) -> None:
+        with changed:
+            seen.append(f"{what} in {threading.current_thread().name}")
+            changed.notify_all()
+
+    def held() -> Iterator[Audio]:
+        yield _chunk(1)
+        assert release.wait(_TIMEOUT_S)
+        yield _chunk(2)
+
+    s = Scheduler(2, {"a": 2}, on_idle=lambda: note("idle"),
+                  after_stream=lambda: note("ended"))
+    s.start()
+    try:
+        long_one = s.submit(lambda _lanes: held(), rank=2, source="a")
+        assert int(next(long_one).samples[0]) == 1
+        with s.submit(lambda _lanes: iter([_chunk(7)]), rank=2, source="a") as short:
+            assert [int(c.samples[0]) for c in short] == [7]
+        with changed:
+            assert changed.wait_for(lambda: len(seen) >= 1, _TIMEOUT_S)
+        assert [x.split(" in ")[0] for x in seen] == ["ended"]  # the long one is still open
+        assert all(x.split(" in ")[1].startswith("edged-synth-") for x in seen)
+        release.set()
+        assert [int(c.samples[0]) for c in long_one] == [2]
+        with changed:
+            assert changed.wait_for(lambda: len(seen) >= 3, _TIMEOUT_S)
+        assert sorted(x.split(" in ")[0] for x in seen) == ["ended", "ended", "idle"]
+    finally:
+        release.set()
+        s.stop()

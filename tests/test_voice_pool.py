@@ -84,3 +84,35 @@ def test_recently_used_voice_stays(tmp_path: Path, tiny_voice_path: Path) -> Non
     with unloads() as unloaded:
         pool.get("c")
     assert [m[1] for m in unloaded.matches] == ["b", "a"] and pool.loaded == ["c"]
+
+
+_RECLAIM = """
+import json, sys
+from pathlib import Path
+from edged.config import parse_config
+from edged.memory import rss_mb
+from edged.voice import LoadedVoices
+folder = Path(sys.argv[1])
+config = parse_config({"voice": {"name": "first", "dirs": [str(folder)]}}, folder)
+pool = LoadedVoices(config, budget_mb=100_000)
+voice = pool.get("first")
+voice.synthesize(" ".join(["The washing machine has finished, and the dryer is next."] * 6))
+peak = rss_mb()
+pool._budget_mb = peak / 0.9            # over 3/4 of the budget, under the whole of it
+kept = pool.reclaim(share=1.0), rss_mb()
+given = pool.reclaim(), rss_mb()
+print(json.dumps({"peak": peak, "kept": kept, "given": given}))
+"""
+
+
+@pytest.mark.voice
+def test_arenas_are_given_back_only_above_the_share_of_the_budget_asked(two_voices: Path) -> None:
+    """After each stream the daemon asks for share 1 (over the budget only), when idle for 3/4:
+    a process at 90 % of its budget keeps its arenas for the first and gives them back for the
+    second. A fresh process, as the daemon is: RSS here depends on earlier tests."""
+    r = subprocess.run([sys.executable, "-c", _RECLAIM, str(two_voices)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["kept"][0] is False and result["kept"][1] >= result["peak"] - 2, result
+    assert result["given"][0] is True and result["given"][1] < result["kept"][1] - 5, result

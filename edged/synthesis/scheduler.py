@@ -104,11 +104,15 @@ class Scheduler:
     """Thread-safe. `start`, `submit` from any thread, `stop` at the end."""
 
     def __init__(self, workers: int, max_streams: Mapping[str, int], depth: int = DEPTH,
-                 on_idle: Callable[[], object] | None = None) -> None:
+                 on_idle: Callable[[], object] | None = None,
+                 after_stream: Callable[[], object] | None = None) -> None:
         """`on_idle()`: run by a worker each time the scheduler goes idle after work (no stream
-        open): the daemon gives memory back then."""
+        open): the daemon gives memory back then. `after_stream()`: run by the worker that
+        made a stream's last step, other streams open or not (the daemon gives memory back
+        then too when it is over its budget: under steady load it is never idle)."""
         self.workers = workers
         self._on_idle = on_idle
+        self._after_stream = after_stream
         self._worked = False
         self._limits = dict(max_streams)
         self._depth = depth
@@ -233,8 +237,12 @@ class Scheduler:
     def _idle(self) -> None:
         """Nothing open, nothing queued: give memory back (voices' arenas: LoadedVoices)."""
         assert self._on_idle is not None
+        self._hook(self._on_idle)
+
+    @staticmethod
+    def _hook(hook: Callable[[], object]) -> None:
         try:
-            self._on_idle()
+            hook()
         except Exception:  # memory is a nicety here; a worker must never die of it
             _LOGGER.exception("Giving memory back after synthesis failed")
 
@@ -290,6 +298,8 @@ class Scheduler:
             with self._cond:
                 self._end(stream, None)
                 self._cond.notify_all()
+        if item is None and self._after_stream is not None:
+            self._hook(self._after_stream)
 
     def _end(self, stream: AudioStream, error: BaseException | None) -> None:
         """No more steps for `stream` (lock held); its slot is free again."""

@@ -200,11 +200,12 @@ class LoadedVoices:
             _LOGGER.warning("Loading voice %s (~%.0f MB) passes limits.memory_mb=%.0f even with"
                             " no other voice loaded", name, need, self._budget_mb)
 
-    def reclaim(self) -> bool:
-        """When the process holds more than `RECLAIM_SHARE` of the budget: every loaded voice
-        gives back what ONNX Runtime's arena kept from earlier peaks, then glibc what is free
-        (the scheduler calls this when it goes idle after work). True when it did."""
-        if rss_mb() <= self._budget_mb * RECLAIM_SHARE:
+    def reclaim(self, share: float = RECLAIM_SHARE) -> bool:
+        """When the process holds more than `share` of the budget: every loaded voice gives
+        back what ONNX Runtime's arena kept from earlier peaks, then glibc what is free (the
+        scheduler calls this when it goes idle after work, and with share 1 after each stream).
+        True when it did."""
+        if rss_mb() <= self._budget_mb * share:
             return False
         before = rss_mb()
         with self._lock:
