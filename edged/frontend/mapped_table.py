@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
@@ -131,3 +131,18 @@ def build_in_child(module: str, *args: str) -> None:
     if done.returncode != 0:
         raise OSError(done.stderr.strip().splitlines()[-1] if done.stderr.strip()
                       else f"the builder exited {done.returncode}")
+
+
+def builder_main(module: str, names: tuple[str, ...], build: Callable[..., None],
+                 args: list[str]) -> int:
+    """A builder child's `main`: `build(*paths)` from `args`; exit 2 and the usage when they are
+    not `names`, 1 and the error on one line when the build fails."""
+    if len(args) != len(names):
+        print(f"usage: python -m {module} {' '.join(names)}", file=sys.stderr)
+        return 2
+    try:
+        build(*(Path(arg) for arg in args))
+    except (OSError, ValueError) as err:
+        print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    return 0

@@ -183,16 +183,9 @@ def _encoded(phrase: str, readings: list[list[str]]) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m edged.frontend.pinyin_index FOLDER", file=sys.stderr)
-        return 2
-    try:
-        build(Path(args[0]))
-    except (OSError, ValueError) as err:
-        print(f"{type(err).__name__}: {err}", file=sys.stderr)
-        return 1
-    return 0
+    return mapped_table.builder_main("edged.frontend.pinyin_index",
+                                     ("FOLDER",), build,
+                                     sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

@@ -106,16 +106,9 @@ def build(dictionary: Path, folder: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m edged.frontend.word_index JIEBA_DICT FOLDER", file=sys.stderr)
-        return 2
-    try:
-        build(Path(args[0]), Path(args[1]))
-    except (OSError, ValueError) as err:
-        print(f"{type(err).__name__}: {err}", file=sys.stderr)
-        return 1
-    return 0
+    return mapped_table.builder_main("edged.frontend.word_index",
+                                     ("JIEBA_DICT", "FOLDER"), build,
+                                     sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":
