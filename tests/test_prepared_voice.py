@@ -344,6 +344,7 @@ def test_a_flow_apart_gives_the_first_window_from_its_own_frames(tmp_path: Path)
     assert "flow.onnx" in {p.name for p in prepared.folder.iterdir()}
     voice = PiperVoice.load(onnx_path, prepared=prepared, lanes=2, memory_mb=64)
     direct = _same_audio(PiperVoice.load(onnx_path), voice, LONG)
+    alone = voice.synthesize(LONG).samples
     assert len(next(voice.stream(LONG)).samples) == FIRST_WINDOW_FRAMES * VITS_HOP
     scheduler = Scheduler(2, {"t": 1})
     scheduler.start()
@@ -352,7 +353,11 @@ def test_a_flow_apart_gives_the_first_window_from_its_own_frames(tmp_path: Path)
             together = np.concatenate([c.samples for c in stream])
     finally:
         scheduler.stop()
-    assert np.array_equal(together, direct)
+    # The prepared voice through the scheduler is itself alone, exactly; the whole graph is the
+    # prepared voice's within one step (_same_audio): compared exactly, a sample rounded the
+    # other way failed this once in a full run.
+    assert np.array_equal(together, alone), f"differs from sample {np.argmax(together != alone)}"
+    assert np.abs(together.astype(np.int32) - direct).max() <= 1
 
 
 def test_a_flow_that_needs_the_whole_piece_runs_whole(tmp_path: Path) -> None:
