@@ -57,4 +57,4 @@ def test_a_new_build_removes_the_stale_folders_and_leaves_no_work(tmp_path: Path
 
 def test_a_builder_that_fails_says_why(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="usage: python -m edged.frontend.word_index"):
-        mapped_table.build_in_child("edged.frontend.word_index")
+        mapped_table.ensure_built(tmp_path / "x-1", "edged.frontend.word_index")

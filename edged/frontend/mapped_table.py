@@ -29,14 +29,16 @@ INDEX: Final = "index.json"
 _LOOKUPS_KEPT: Final = 1 << 16
 """Lookups remembered per table (a line asks for each fragment two or three times)."""
 _BUILD_TIMEOUT_S: Final = 600
+BUILD_ERRORS: Final = (OSError, ValueError, KeyError, subprocess.SubprocessError)
+"""What making or opening a folder of tables raises when it cannot (its caller falls back)."""
 
 
 class MappedTable:
     """Table `name` of `folder`; ValueError when its files do not hold together."""
 
     def __init__(self, folder: Path, name: str) -> None:
-        meta = read_meta(folder)
-        self.count = int(meta["tables"][name])
+        self.meta = _read_meta(folder)
+        self.count = int(self.meta["tables"][name])
         self._maps = [_map(folder / f"{name}.{part}") for part in ("keys", "koff", "vals", "voff")]
         self._keys, self._values = self._maps[0], self._maps[2]
         self._key_at = memoryview(self._maps[1]).cast("I")
@@ -73,7 +75,7 @@ def _map(path: Path) -> mmap.mmap | bytes:
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def read_meta(folder: Path) -> dict[str, Any]:
+def _read_meta(folder: Path) -> dict[str, Any]:
     meta: dict[str, Any] = json.loads((folder / INDEX).read_text(encoding="utf-8"))
     if meta.get("byteorder") != sys.byteorder:
         raise ValueError(f"{folder}: written on a {meta.get('byteorder')}-endian machine")
@@ -123,9 +125,12 @@ def finish(work: Path, folder: Path, meta: dict[str, Any], stale: str) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def build_in_child(module: str, *args: str) -> None:
-    """`python -m module args...` builds a folder: the dict it reads must not stay in our heap.
-    OSError with the child's last line of error when it fails."""
+def ensure_built(folder: Path, module: str, *args: str) -> None:
+    """`folder` built by `python -m module args...` unless it is whole already: the dict the
+    builder reads must not stay in our heap. OSError with the child's last line of error when
+    it fails."""
+    if (folder / INDEX).exists():
+        return
     done = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
                           timeout=_BUILD_TIMEOUT_S)
     if done.returncode != 0:

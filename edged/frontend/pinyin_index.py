@@ -16,7 +16,6 @@ import hashlib
 import importlib.util
 import logging
 import shutil
-import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -38,7 +37,7 @@ class PhraseTable:
 
     def __init__(self, folder: Path) -> None:
         self._table = mapped_table.MappedTable(folder, "phrases")
-        self._count = int(mapped_table.read_meta(folder)["phrases"])
+        self._count = int(self._table.meta["phrases"])
         self.prefixes = _Keys(self._table)
 
     def __contains__(self, phrase: object) -> bool:
@@ -113,12 +112,17 @@ def index_folder(cache_dir: Path) -> Path:
     return cache_dir / "frontend" / f"pypinyin-{stamp[:12]}"
 
 
-def open_tables(cache_dir: Path) -> tuple[PhraseTable, CharTable]:
-    """The mapped tables in `cache_dir`, built first when missing (about 1 s here, once).
-    OSError, ValueError or KeyError when they cannot be."""
+def built_folder(cache_dir: Path) -> Path:
+    """The tables' folder in `cache_dir`, built first when missing (about 1 s here, once);
+    mapped_table.BUILD_ERRORS when it cannot be."""
     folder = index_folder(cache_dir)
-    if not (folder / mapped_table.INDEX).exists():
-        mapped_table.build_in_child(__name__, str(folder))
+    mapped_table.ensure_built(folder, __name__, str(folder))
+    return folder
+
+
+def open_tables(cache_dir: Path) -> tuple[PhraseTable, CharTable]:
+    """The mapped tables in `cache_dir` (built_folder); mapped_table.BUILD_ERRORS."""
+    folder = built_folder(cache_dir)
     return PhraseTable(folder), CharTable(folder)
 
 
@@ -130,7 +134,7 @@ def import_mapped(cache_dir: Path) -> bool:
         return False
     try:
         phrases, chars = open_tables(cache_dir)
-    except (OSError, ValueError, KeyError, subprocess.SubprocessError) as err:
+    except mapped_table.BUILD_ERRORS as err:
         _LOGGER.warning("pypinyin's tables: cannot map them from %s (%s); pypinyin loads its "
                         "own (0.2 s, +50 MB)", cache_dir, err)
         return False

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -34,8 +33,8 @@ class WordIndex:
     `get`) and its `total`. ValueError when the folder's files do not hold together."""
 
     def __init__(self, folder: Path) -> None:
-        self.total = int(mapped_table.read_meta(folder)["total"])
         self._table = mapped_table.MappedTable(folder, "words")
+        self.total = int(self._table.meta["total"])
 
     def _count(self, word: str) -> int | None:
         found = self._table.find(word)
@@ -78,10 +77,9 @@ def open_index(cache_dir: Path) -> WordIndex | None:
     try:
         dictionary = jieba_dictionary()
         folder = index_folder(cache_dir, dictionary)
-        if not (folder / mapped_table.INDEX).exists():
-            mapped_table.build_in_child(__name__, str(dictionary), str(folder))
+        mapped_table.ensure_built(folder, __name__, str(dictionary), str(folder))
         return WordIndex(folder)
-    except (OSError, ValueError, KeyError, subprocess.SubprocessError) as err:
+    except mapped_table.BUILD_ERRORS as err:
         _LOGGER.warning("Mandarin word index: cannot use one in %s (%s); jieba loads its own "
                         "dictionary (0.6 s, +62 MB)", cache_dir, err)
         return None

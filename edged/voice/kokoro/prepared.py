@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -146,11 +145,12 @@ def _mandarin_tables(cache_dir: Path) -> None:
 
         open_index(cache_dir)
     if importlib.util.find_spec("pypinyin") is not None:
-        from ...frontend.pinyin_index import open_tables
+        from ...frontend.mapped_table import BUILD_ERRORS
+        from ...frontend.pinyin_index import built_folder
 
         try:
-            open_tables(cache_dir)
-        except (OSError, ValueError, KeyError, subprocess.SubprocessError) as err:
+            built_folder(cache_dir)
+        except BUILD_ERRORS as err:
             _LOGGER.warning("pypinyin's tables: cannot build them in %s now (%s)", cache_dir, err)
 
 
