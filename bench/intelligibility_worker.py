@@ -3,11 +3,17 @@
     python -m bench.intelligibility_worker SPEC.json
 
 SPEC: {"system": "edged"|"espeak"|"piper", "voices": DIR, "cache": DIR, "languages": {code:
-voice}, "lines": [{"text", "lang", "wav"}], "piper_model": PATH}. "edged" and "espeak" go through
-edged as `edged say` speaks (segment, route along the chains, join: synthesis/plan.py), with
-`languages` naming the voice per language; "piper" is piper-tts (the bench extra) with the same
-default voice, English only. One JSON line per line on stdout (synthesis
+voice}, "lines": [{"text", "lang", "wav"}], "piper_model": PATH, "perturb": [EPS, SEED] or
+null, "head_window": true|false|null (voice.kokoro_head_window; null: the default)}. "edged"
+and "espeak" go through edged as `edged say` speaks (segment, route along the chains, join:
+synthesis/plan.py), with `languages` naming the voice per language; "piper" is piper-tts (the
+bench extra) with the same default voice, English only. One JSON line per line on stdout (synthesis
 time, audio seconds, the voices that spoke).
+
+"perturb" (the judge's own noise, `bench.intelligibility --perturb`): every Kokoro decoder input
+multiplied by (1 + EPS x Gaussian noise), seeded. At 1e-6 no listener can hear it, but Kokoro's
+8-bit decoder turns it into a different noise floor, so what the judge then writes differently
+is the judge's noise for a Kokoro voice, the bar any Kokoro change must clear.
 """
 
 from __future__ import annotations
@@ -33,13 +39,35 @@ def write_wav(path: Path, samples: np.ndarray, rate: int) -> None:
         w.writeframes(samples.astype("<i2").tobytes())
 
 
+def perturb_kokoro(eps: float, seed: int) -> None:
+    """Kokoro's decoder fed its input times (1 + eps x noise): see the module's text."""
+    import itertools
+
+    from edged.voice.kokoro import packing
+
+    calls = itertools.count()
+    unpack = packing.PackedDecoder._inputs
+
+    def perturbed(self: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        packed = feeds[packing.PACKED]
+        noise = np.random.default_rng((seed, next(calls))).standard_normal(packed.shape)
+        return unpack(self, {**feeds, packing.PACKED: (packed * (1 + eps * noise)).astype(
+            packed.dtype)})
+
+    packing.PackedDecoder._inputs = perturbed  # type: ignore[method-assign]
+
+
 def edged_system(spec: dict[str, Any]) -> None:
     from edged.config import parse_config
     from edged.synthesis.plan import Planner, spoken
     from edged.voice import LoadedVoices
 
+    if spec.get("perturb"):
+        perturb_kokoro(float(spec["perturb"][0]), int(spec["perturb"][1]))
     cache = Path(spec["cache"])
-    config = parse_config({"voice": {"dirs": [spec["voices"]], "prepare": spec.get("prepare", True)},
+    config = parse_config({"voice": {"dirs": [spec["voices"]], "prepare": spec.get("prepare", True),
+                                     **({"kokoro_head_window": spec["head_window"]}
+                                        if spec.get("head_window") is not None else {})},
                            "cache": {"dir": str(cache)},
                            "limits": {"memory_mb": spec.get("memory_mb", 3000)},
                            "languages": spec["languages"]}, cache)

@@ -11,6 +11,12 @@ LSD: Hann windows of 1024 samples, hop 256; power spectra floored at -80 dB re f
 difference of one 16-bit step in silence would otherwise count as tens of dB); frames where
 both signals are below -60 dBFS (pauses) are left out; the RMS over bins of the dB difference,
 averaged over frames. 0 dB is identical audio.
+
+Band distance (`band_distance`): the same frames summed into 40 log-spaced bands, each floored
+50 dB below the reference's loudest band. LSD's floor at -80 dBFS counts the noise floor bin by
+bin, and an 8-bit quantized model's noise floor is chaotic: Kokoro's decoder fed its input times
+(1 + 1e-6 noise) moves LSD 3.7 dB but the band distance 0.33 dB (a judge run hears no
+difference), so the band distance is the measure for what a listener can hear of a change there.
 """
 
 from __future__ import annotations
@@ -39,6 +45,28 @@ def log_spectral_distance(a: np.ndarray, b: np.ndarray, n: int = 1024, hop: int 
         d = 10 * np.log10(np.maximum(px, _FLOOR)) - 10 * np.log10(np.maximum(py, _FLOOR))
         distances.append(np.sqrt(np.mean(d**2)))
     return float(np.mean(distances)) if distances else 0.0
+
+
+def band_distance(reference: np.ndarray, other: np.ndarray, n: int = 1024, hop: int = 256,
+                  bands: int = 40, floor_db: float = -50.0) -> float:
+    """Mean over frames of the RMS dB difference of band powers (see the module's text), the
+    floor `floor_db` below the reference's loudest band in any frame; 0 dB is the same audio."""
+    m = min(len(reference), len(other))
+    if m < n:
+        return 0.0
+    window = np.hanning(n)
+    starts = range(0, m - n + 1, hop)
+    edges = np.unique(np.geomspace(2, n // 2, bands + 1).astype(int))
+
+    def band_powers(x: np.ndarray) -> np.ndarray:
+        frames = np.stack([window * x[i:i + n] for i in starts]).astype(np.float64)
+        power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
+        return np.add.reduceat(power, edges[:-1], axis=1)[:, :len(edges) - 1]
+
+    ref, oth = band_powers(reference[:m]), band_powers(other[:m])
+    floor = max(float(ref.max()), 1e-20) * 10 ** (floor_db / 10)
+    d = 10 * np.log10(np.maximum(ref, floor)) - 10 * np.log10(np.maximum(oth, floor))
+    return float(np.mean(np.sqrt(np.mean(d**2, axis=1))))
 
 
 def make(folder: Path, precision: str | None = None, profile: str | None = None) -> None:
