@@ -6,10 +6,15 @@ By default a piece is one decoder call, and the parts make the whole graph's aud
 16-bit step. A head window (`voice.kokoro_head_window`) cannot: Kokoro's decoder normalizes
 every AdaIN layer over what it is given and quantizes each activation tensor with that part's
 own scale, so no context makes a part equal the whole piece (edged/voice/kokoro/split.py).
-Measured on the first 8 lines of each development set: log-spectral distance of head + rest to
-the whole piece median 5.9 dB (zh), 6.8 (ja), 5.4 (en), at most 8.2; parts shifted by half a
-frame measured 10.6-11.2. The judge heard it a little worse (docs/languages.md, "Prepared
-Kokoro"), which is why it is off by default.
+How far it is, is measured as a band distance (bench/quality.py: 40 bands, floored 50 dB below
+the loudest): log-spectral distance counts the 8-bit decoder's noise floor bin by bin, and that
+floor is chaotic (the decoder's input times 1 + 1e-6 noise: LSD 3.2-4.2 dB, band distance
+0.49-0.58 dB median, and the judge hears no more than its noise). The head's generator starts
+from the whole piece's frame-rate features (kokoro/generator.py). On the first 8 lines of each
+development set, head + rest against the whole piece: median 1.79 (zh), 1.71 (ja), 1.56 (en) dB,
+at most 2.05; the parts decoded without their context 2.15 / 2.84 / 2.49; this test's pieces
+1.29-1.69 (median 1.55) against 2.15-3.45 without context. The judge hears the head as the whole
+piece, within its own noise (docs/languages.md, "Prepared Kokoro").
 """
 
 from __future__ import annotations
@@ -23,10 +28,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench.quality import log_spectral_distance
+from bench.quality import band_distance
 
-_LSD_BOUND_DB = 9.0
-"""Head + rest against whole, per piece: the dev sets' worst (8.2 dB) plus noise."""
+_MEDIAN_BOUND_DB = 1.95
+"""Head + rest against whole, the median over the pieces: the dev sets' medians 1.56-1.79 dB;
+without context the parts measure 2.5 here (so this fails)."""
+_PIECE_BOUND_DB = 2.4
+"""Any one piece: the dev sets' worst (2.05 dB) plus noise."""
 _LINES = ("洗濯機が終わりました。", "明日の天気は晴れ、最高気温は二十四度です。",
           "玄関のドアが開いています。鍵を閉めてください。")
 
@@ -83,8 +91,9 @@ def test_the_two_parts_make_the_whole_graphs_audio(prepared: Any) -> None:
 @pytest.mark.long
 def test_a_head_window_matches_the_whole_piece_within_the_measured_bound(prepared: Any) -> None:
     """A first piece with `voice.kokoro_head_window` (its head, then the rest): every sample where
-    the whole piece has it, each piece within the bound, and no click where the two meet (the
-    largest step there is no larger than the whole piece's largest)."""
+    the whole piece has it, the pieces' band distance to the whole within the measured bounds (their
+    median, and each), and no click where the two meet (the largest step there is no larger than
+    the whole piece's largest)."""
     from edged.voice.onnx import open_session
 
     path, model = prepared
@@ -99,11 +108,26 @@ def test_a_head_window_matches_the_whole_piece_within_the_measured_bound(prepare
         assert [len(p) for p in parts] == [n * model.hop for n in (head, frames - head) if n]
         windowed = np.concatenate(parts)
         assert len(windowed) == len(reference)
-        distances.append(log_spectral_distance(_int16(windowed), _int16(reference)))
+        distances.append(band_distance(_int16(reference), _int16(windowed)))
         steps = np.abs(np.diff(windowed))
         seams = np.cumsum([len(p) for p in parts])[:-1] - 1
         assert steps[seams].max() <= np.abs(np.diff(reference)).max()
-    assert max(distances) <= _LSD_BOUND_DB, distances
+    assert float(np.median(distances)) <= _MEDIAN_BOUND_DB, distances
+    assert max(distances) <= _PIECE_BOUND_DB, distances
+
+
+@pytest.mark.long
+def test_the_decoder_is_kept_as_its_front_and_its_generator(prepared: Any) -> None:
+    """Kokoro's decoder cuts before its generator (kokoro/generator.py): the folder holds the
+    two parts instead of the decoder (the preparer checked that they make its audio to the bit;
+    test_the_two_parts_make_the_whole_graphs_audio runs them), the boundary twice the frame rate."""
+    _, model = prepared
+    assert model.generator is not None
+    assert model.generator["boundary"].startswith("/decoder/decoder/decode.")
+    assert model.generator["per_frame"] == 2 and model.generator["whole_inputs"] == ["style"]
+    names = {p.name for p in model.folder.iterdir()}
+    assert {"front.onnx", "front.weights", "generator.onnx", "generator.weights"} <= names
+    assert "decoder.onnx" not in names
 
 
 @pytest.mark.long
@@ -127,8 +151,9 @@ def test_the_decoder_kept_is_the_faster_of_two_that_make_the_same_audio(prepared
 
 
 def test_a_kokoro_prepared_before_the_decoder_rewrite_is_prepared_again(tmp_path: Path) -> None:
-    """A manifest without `rewrites` (prepared by an earlier edged) reads as stale, so the
-    faster decoder is made once after an upgrade; with it, the choice is read back."""
+    """A manifest without `rewrites` or `generator` (prepared by an earlier edged) reads as
+    stale, so the faster decoder and its two parts are made once after an upgrade; with them,
+    the choice is read back."""
     import json
 
     from edged.voice.kokoro.prepared import read_prepared
@@ -143,9 +168,18 @@ def test_a_kokoro_prepared_before_the_decoder_rewrite_is_prepared_again(tmp_path
     assert read_prepared(tmp_path, "ab" * 32) is None
     manifest["rewrites"] = {"decoder": {"chosen": "intconv", "variants": {}}}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert read_prepared(tmp_path, "ab" * 32) is None  # nor one before the generator was cut
+    manifest["generator"] = {"boundary": "x", "axis": 2, "per_frame": 2, "time_inputs": ["f0"],
+                             "whole_inputs": ["style"]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     made = read_prepared(tmp_path, "ab" * 32)
     assert made is not None and made.decoder_rewrite == "intconv"
+    assert made.generator is not None and made.generator["boundary"] == "x"
     assert "convolutions as matrix products" in made.describe()
+    manifest["generator"] = None  # a graph that did not cut exactly: its decoder, whole
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    made = read_prepared(tmp_path, "ab" * 32)
+    assert made is not None and made.generator is None
 
 
 def test_a_graph_that_is_not_kokoros_is_refused_with_its_reason(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ one rate and loudness; `--debug` logs which voice spoke which part.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import logging
 import os
@@ -90,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         _check_writable(args.output)
     play = args.play or not args.output
+    if not play:  # a head decoded apart only brings the first sound sooner; nothing plays here
+        config = dataclasses.replace(config, voice=dataclasses.replace(config.voice,
+                                                                       kokoro_head_window=False))
     # One request: a warm-up inference of each voice loaded (what the daemon counts in a voice's
     # memory) would only delay it (Kokoro: 1.5 s of the 6.3 s `edged say` took here).
     planner = Planner(config, LoadedVoices(config, first_inference=lambda voice: None))

@@ -44,6 +44,12 @@ class Windowed:
         rows = timed.reshape(-1, frames, self.per_frame)  # (values, frames, steps)
         return rows.transpose(0, 2, 1).reshape(1, -1, frames)
 
+    def cut(self, value: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """Frames [lo, hi) of `value` (this tensor, unpacked)."""
+        steps = [slice(None)] * value.ndim
+        steps[self.axis] = slice(lo * self.per_frame, hi * self.per_frame)
+        return np.ascontiguousarray(value[tuple(steps)])
+
     def unpack(self, packed: np.ndarray) -> np.ndarray:
         frames = packed.shape[-1]
         rows = packed.reshape(-1, self.per_frame, frames).transpose(0, 2, 1)
@@ -68,17 +74,58 @@ class PackedEncoder:
                                axis=1)]
 
 
-class PackedDecoder:
-    """The decoder session, reading a window of the packed array as its four inputs."""
+@dataclass(frozen=True)
+class GeneratorApart:
+    """The decoder as two sessions, cut before its generator (generator.py): `front` runs on a
+    whole piece, `generator` on the piece or a window of it."""
 
-    def __init__(self, session: Any, windowed: Sequence[Windowed]) -> None:
+    front: Any
+    generator: Any
+    boundary: Windowed
+    """What the front hands the generator, along time."""
+    time_inputs: tuple[Windowed, ...]
+    """The decoder's windowed inputs the generator reads too (F0, the source's phase)."""
+
+
+class PackedDecoder:
+    """The decoder session (or its two parts), reading a window of the packed array as its four
+    inputs."""
+
+    def __init__(self, session: Any, windowed: Sequence[Windowed],
+                 apart: GeneratorApart | None = None) -> None:
         self._session = session
         self._windowed = tuple(windowed)
         self._edges = np.cumsum([0, *(w.channels for w in windowed)])
+        self._apart = apart
 
     def run(self, names: Any, feeds: dict[str, np.ndarray], options: Any = None) -> list[np.ndarray]:
+        if self._apart is not None:
+            return list(self._apart.generator.run(names, self.front(feeds), options))
+        return list(self._session.run(names, self._inputs(feeds), options))
+
+    def front(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """What the generator reads for the whole of `feeds` (apart only)."""
+        assert self._apart is not None
+        inputs = self._inputs(feeds)
+        front = self._apart.front
+        made = front.run(None, {i.name: inputs[i.name] for i in front.get_inputs()})[0]
+        return {i.name: made if i.name == self._apart.boundary.name else inputs[i.name]
+                for i in self._apart.generator.get_inputs()}
+
+    @property
+    def apart(self) -> bool:
+        return self._apart is not None
+
+    def generate(self, front: dict[str, np.ndarray], lo: int, hi: int) -> np.ndarray:
+        """The generator on frames [lo, hi) of a piece's `front`: that window's samples."""
+        assert self._apart is not None
+        timed = {w.name: w for w in (self._apart.boundary, *self._apart.time_inputs)}
+        feeds = {name: timed[name].cut(value, lo, hi) if name in timed else value
+                 for name, value in front.items()}
+        return np.asarray(self._apart.generator.run(None, feeds)[0]).reshape(-1)
+
+    def _inputs(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         packed = feeds[PACKED]
         inputs = {w.name: w.unpack(packed[:, lo:hi]) for w, lo, hi in
                   zip(self._windowed, self._edges, self._edges[1:], strict=False)}
-        extra = {name: value for name, value in feeds.items() if name != PACKED}
-        return list(self._session.run(names, {**inputs, **extra}, options))
+        return {**inputs, **{name: value for name, value in feeds.items() if name != PACKED}}

@@ -8,7 +8,8 @@
 3. probe: the decoder that is faster here (prepare/tune.py: same audio, timed), then the two
    parts together must make the whole graph's audio to within one 16-bit step; each windowed
    tensor's time axis and rate, the samples per frame, and the decoder's activation memory and
-   time per frame;
+   time per frame; then the decoder cut before its generator (generator.py), kept only where the
+   two parts make its audio to the bit;
 4. write: `manifest.json` with the files' sizes and xxh3 checksums; the folder is renamed into
    place (readers never see half of one).
 
@@ -39,6 +40,7 @@ from ..prepare.probe import window_cost
 from ..prepare.progress import Progress, stages_for
 from ..prepare.tune import keep_chosen, measure_variants
 from . import assets
+from .generator import split_at_generator
 
 if TYPE_CHECKING:
     import onnx
@@ -157,9 +159,17 @@ def probe(model_path: Path, work: Path, windowed: tuple[str, ...], extra: tuple[
     hop, rest = divmod(audio.size, frames)
     if rest:
         raise ValueError(f"the decoder makes {audio.size} samples from {frames} frames")
+    del decoder
+    first = layout[0]
+    generator = split_at_generator(work, [short, long], [
+        made[first["name"]].shape[first["axis"]] // first["per_frame"] for made in (short, long)],
+        list(windowed))
+    if generator is not None:  # its two parts replace it
+        for name in ("decoder.onnx", "decoder.weights"):
+            (work / name).unlink(missing_ok=True)
     return {"windowed": layout, "extra_inputs": list(extra), "hop": hop, "pad": PAD_FRAMES,
             "decoder_kb_per_frame": kb_per_frame, "decoder_s_per_frame": s_per_frame,
-            "rewrites": {"decoder": rewrites}}
+            "rewrites": {"decoder": rewrites}, "generator": generator}
 
 
 def _feeds(count: int) -> dict[str, np.ndarray]:

@@ -36,7 +36,7 @@ from ..piper.prepared import (
 )
 from ..piper.windows import SplitModel
 from . import assets
-from .packing import PACKED, PackedDecoder, PackedEncoder, Windowed
+from .packing import PACKED, GeneratorApart, PackedDecoder, PackedEncoder, Windowed
 
 _LOGGER = logging.getLogger(__name__)
 _checked: dict[Path, PreparedKokoro] = {}
@@ -64,6 +64,9 @@ class PreparedKokoro:
     """A decoder frame's time on two threads, measured when prepared."""
     decoder_rewrite: str = "none"
     """"intconv": the decoder's integer convolutions run as matrix products (faster here)."""
+    generator: dict[str, Any] | None = None
+    """The decoder cut before its generator (generator.py: front.onnx + generator.onnx), or None
+    (decoder.onnx: a graph that did not cut exactly)."""
 
     def open(self, threads: int, *, head_window: bool = False,
              arena: Arena = "shared") -> SplitModel:
@@ -74,8 +77,16 @@ class PreparedKokoro:
         def session(name: str) -> Any:
             return open_session(self.folder / name, threads, level="ORT_DISABLE_ALL", arena=arena)
 
-        return SplitModel(PackedEncoder(session("encoder.onnx"), self.windowed),
-                          PackedDecoder(session("decoder.onnx"), self.windowed),
+        if self.generator is None:
+            decoder = PackedDecoder(session("decoder.onnx"), self.windowed)
+        else:
+            by_name = {w.name: w for w in self.windowed}
+            boundary = Windowed(str(self.generator["boundary"]), int(self.generator["axis"]),
+                                int(self.generator["per_frame"]), ())
+            decoder = PackedDecoder(None, self.windowed, GeneratorApart(
+                session("front.onnx"), session("generator.onnx"), boundary,
+                tuple(by_name[str(n)] for n in self.generator["time_inputs"])))
+        return SplitModel(PackedEncoder(session("encoder.onnx"), self.windowed), decoder,
                           latent=PACKED, extra_inputs=self.extra_inputs, hop=self.hop,
                           pad=self.pad, largest=_WHOLE,
                           head=partial(self.head_frames, threads=threads) if head_window else None)
@@ -116,9 +127,19 @@ def read_prepared(folder: Path, sha256: str) -> PreparedKokoro | None:
                               float(manifest["decoder_kb_per_frame"]),
                               float(manifest["decoder_s_per_frame"]),
                               # absent: prepared before the decoder's rewrite was tried
-                              str(manifest["rewrites"]["decoder"]["chosen"]))
+                              str(manifest["rewrites"]["decoder"]["chosen"]),
+                              # absent: prepared before the generator was cut apart
+                              _generator(manifest["generator"]))
     except (KeyError, TypeError, ValueError, OSError):
         return None
+
+
+def _generator(entry: Any) -> dict[str, Any] | None:
+    if entry is None:
+        return None
+    if not isinstance(entry, dict) or {"boundary", "axis", "per_frame", "time_inputs"} - entry.keys():
+        raise ValueError("generator: not what prepare.py writes")
+    return entry
 
 
 def ensure_prepared(model_path: Path, sha256: str, cache_dir: Path,

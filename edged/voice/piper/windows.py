@@ -163,11 +163,12 @@ class SplitModel:
                 first = 0 if done.index else self.head(done.frames) if self.head else first_window
                 bounds = [(a, b) for a, b in self._bounds(done.frames, first)
                           if a >= done.start]
+                front = self._front(done) if self.head and len(bounds) > 1 else None
                 if first and bounds and bounds[0][0] == 0:  # the first sound: decoded alone
-                    yield self._decode(done, *bounds[0], bounds[0][1] == done.frames)
+                    yield self._decode(done, *bounds[0], bounds[0][1] == done.frames, front)
                     bounds = bounds[1:]
                 for start, end in bounds:
-                    ahead.push(partial(self._decode, done, start, end, end == done.frames))
+                    ahead.push(partial(self._decode, done, start, end, end == done.frames, front))
                 if done.index + 1 < len(pieces):
                     ahead.push(partial(self._encode, done.index + 1, pieces[done.index + 1], 0))
 
@@ -214,7 +215,20 @@ class SplitModel:
                  for name, value in inputs.inputs.items()}
         return np.asarray(self._flow.session.run([self._latent], {**feeds, **inputs.extra})[0])
 
-    def _decode(self, encoded: _Encoded, start: int, end: int, last: bool) -> Decoded:
+    def _front(self, encoded: _Encoded) -> dict[str, np.ndarray] | None:
+        """A Kokoro head's piece through its decoder's front, once for head and rest (their
+        generator windows then start from the whole piece's features: kokoro/generator.py)."""
+        if not getattr(self._decoder, "apart", False) or encoded.offset:
+            return None
+        return dict(self._decoder.front({self._latent: encoded.latent, **encoded.extra}))
+
+    def _decode(self, encoded: _Encoded, start: int, end: int, last: bool,
+                front: dict[str, np.ndarray] | None = None) -> Decoded:
+        if front is not None:
+            lo, hi = max(0, start - self.pad), min(encoded.frames, end + self.pad)
+            audio = self._decoder.generate(front, lo, hi)[(start - lo) * self.hop:
+                                                          (end - lo) * self.hop]
+            return Decoded(encoded.index, audio, last)
         audio = decode_window(self._decoder, self._latent, encoded.latent, encoded.extra,
                               start - encoded.offset, end - encoded.offset, hop=self.hop,
                               pad=self.pad)
