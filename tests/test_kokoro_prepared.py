@@ -19,6 +19,7 @@ piece, within its own noise (docs/languages.md, "Prepared Kokoro").
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import subprocess
 import sys
@@ -33,6 +34,8 @@ from bench.quality import band_distance
 _MEDIAN_BOUND_DB = 1.95
 """Head + rest against whole, the median over the pieces: the dev sets' medians 1.56-1.79 dB;
 without context the parts measure 2.5 here (so this fails)."""
+_IDLE_S_PER_FRAME = 0.0076
+"""The decoder's time a frame on 2 threads, prepared on this machine while idle."""
 _PIECE_BOUND_DB = 2.4
 """Any one piece: the dev sets' worst (2.05 dB) plus noise."""
 _LINES = ("洗濯機が終わりました。", "明日の天気は晴れ、最高気温は二十四度です。",
@@ -97,6 +100,10 @@ def test_a_head_window_matches_the_whole_piece_within_the_measured_bound(prepare
     from edged.voice.onnx import open_session
 
     path, model = prepared
+    # The head's length follows the decoder's speed as measured when prepared; a busy machine
+    # measures it slower, and a longer head leaves a short rest that normalizes over little
+    # (median 2.4 dB here when prepared beside two other jobs). The bound is for this speed.
+    model = dataclasses.replace(model, s_per_frame=_IDLE_S_PER_FRAME)
     whole = open_session(path, 2)
     split = model.open(2, head_window=True)
     distances = []
