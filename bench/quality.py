@@ -15,8 +15,9 @@ averaged over frames. 0 dB is identical audio.
 Band distance (`band_distance`): the same frames summed into 40 log-spaced bands, each floored
 50 dB below the reference's loudest band. LSD's floor at -80 dBFS counts the noise floor bin by
 bin, and an 8-bit quantized model's noise floor is chaotic: Kokoro's decoder fed its input times
-(1 + 1e-6 noise) moves LSD 3.7 dB but the band distance 0.33 dB (a judge run hears no
-difference), so the band distance is the measure for what a listener can hear of a change there.
+(1 + 1e-6 noise) moves LSD 3.2-4.2 dB but the band distance 0.5-0.6 dB (the judge's figures
+stay within its noise), so the band distance is the measure for what a listener can hear of a
+change there.
 """
 
 from __future__ import annotations

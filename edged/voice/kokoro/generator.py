@@ -44,9 +44,7 @@ def split_at_generator(work: Path, probes: list[dict[str, np.ndarray]], frames: 
         return _split(work, probes, frames, time_inputs)
     except Exception as err:  # the decoder stays whole: say why in the child's stderr
         print(f"generator apart left out: {type(err).__name__}: {err}"[:300], file=sys.stderr)
-        for name in ("front", "generator"):
-            (work / f"{name}.onnx").unlink(missing_ok=True)
-            (work / f"{name}.weights").unlink(missing_ok=True)
+        _remove_parts(work)
         return None
 
 
@@ -74,13 +72,17 @@ def _split(work: Path, probes: list[dict[str, np.ndarray]], frames: list[int],
     del front, generator
     axis_rate = _check(work, probes, frames, boundary)
     if axis_rate is None:
-        for name in ("front", "generator"):
-            (work / f"{name}.onnx").unlink()
-            (work / f"{name}.weights").unlink(missing_ok=True)
+        _remove_parts(work)
         return None
     return {"boundary": boundary, "axis": axis_rate[0], "per_frame": axis_rate[1],
             "time_inputs": [n for n in reads if n in time_inputs],
             "whole_inputs": [n for n in reads if n != boundary and n not in time_inputs]}
+
+
+def _remove_parts(work: Path) -> None:
+    for name in ("front", "generator"):
+        for suffix in ("onnx", "weights"):
+            (work / f"{name}.{suffix}").unlink(missing_ok=True)
 
 
 def _boundary(graph: onnx.GraphProto) -> str | None:
@@ -109,17 +111,17 @@ def _check(work: Path, probes: list[dict[str, np.ndarray]], frames: list[int],
     del decoder
     front = open_session(work / "front.onnx", 2, level="ORT_DISABLE_ALL", arena="own")
     generator = open_session(work / "generator.onnx", 2, level="ORT_DISABLE_ALL", arena="own")
-    steps, axis = set(), -1
+    shapes = set()
     for feeds, count, reference in zip(probes, frames, references, strict=True):
         made = front.run(None, _fed(front, feeds))[0]
-        steps.add(made.shape[-1] / count)
-        axis = made.ndim - 1
+        shapes.add((made.ndim - 1, made.shape[-1] / count))
         audio = generator.run(None, _fed(generator, {**feeds, boundary: made}))[0]
         if audio.shape != reference.shape or not np.array_equal(audio, reference):
             return None
-    if len(steps) != 1 or not float(next(iter(steps))).is_integer():
+    if len(shapes) != 1:
         return None
-    return axis, int(steps.pop())
+    axis, rate = shapes.pop()
+    return (axis, int(rate)) if rate.is_integer() else None
 
 
 def _fed(session: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Final
 
 import numpy as np
@@ -86,6 +87,11 @@ class GeneratorApart:
     time_inputs: tuple[Windowed, ...]
     """The decoder's windowed inputs the generator reads too (F0, the source's phase)."""
 
+    @cached_property
+    def timed(self) -> dict[str, Windowed]:
+        """What the generator reads along time, by name."""
+        return {w.name: w for w in (self.boundary, *self.time_inputs)}
+
 
 class PackedDecoder:
     """The decoder session (or its two parts), reading a window of the packed array as its four
@@ -119,7 +125,7 @@ class PackedDecoder:
     def generate(self, front: dict[str, np.ndarray], lo: int, hi: int) -> np.ndarray:
         """The generator on frames [lo, hi) of a piece's `front`: that window's samples."""
         assert self._apart is not None
-        timed = {w.name: w for w in (self._apart.boundary, *self._apart.time_inputs)}
+        timed = self._apart.timed
         feeds = {name: timed[name].cut(value, lo, hi) if name in timed else value
                  for name, value in front.items()}
         return np.asarray(self._apart.generator.run(None, feeds)[0]).reshape(-1)
