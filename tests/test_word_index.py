@@ -49,6 +49,18 @@ def test_every_word_and_prefix_has_jiebas_frequency(index: Any) -> None:
         index["鿕鿕"]
 
 
+def test_the_dictionary_is_jiebas_own_found_without_importing_jieba() -> None:
+    """Found before READY, where jieba's import must not be paid (test_startup's rule)."""
+    probe = ("import sys; from edged.frontend.word_index import jieba_dictionary; "
+             "print(jieba_dictionary()); print('jieba' in sys.modules)")
+    found, imported = subprocess.run([sys.executable, "-c", probe], capture_output=True,
+                                     text=True, check=True).stdout.split()
+    import jieba
+
+    assert Path(found) == Path(jieba.__file__).parent / jieba.DEFAULT_DICT_NAME
+    assert Path(found).is_file() and imported == "False"
+
+
 def test_jiebas_cut_on_the_index_is_jiebas_cut(index: Any) -> None:
     import jieba
 

@@ -15,6 +15,7 @@ The table is a `mapped_table.MappedTable` ("words": each word or prefix -> its f
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import shutil
 import sys
@@ -58,9 +59,12 @@ class WordIndex:
 
 
 def jieba_dictionary() -> Path:
-    import jieba
-
-    return Path(jieba.__file__).parent / str(jieba.DEFAULT_DICT_NAME)
+    """jieba's own dictionary (its DEFAULT_DICT_NAME), found without importing jieba: a start
+    prepares the index before READY and must not pay jieba's import there (test_startup)."""
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or spec.origin is None:
+        raise OSError("jieba is not installed")
+    return Path(spec.origin).parent / "dict.txt"
 
 
 def index_folder(cache_dir: Path, dictionary: Path) -> Path:
