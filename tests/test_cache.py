@@ -25,6 +25,7 @@ from edged.audio import Audio
 from edged.cache import PhraseCache, WarmReport, expand_phrases, folder, keys, store, warm
 from edged.config import CacheConfig, ConfigError
 from edged.voice import PiperVoice
+from tests.harness.kokoro_seed import seed_cache
 from tests.harness.paths import EDGED, ROOT
 from tests.harness.tiny_voice import make_tiny_voice
 from tests.harness.voices import PreparedVoices
@@ -59,6 +60,7 @@ def _write_config(tmp_path: Path, voice_path: Path, phrases: list | None = None,
             "cache": {"dir": str(tmp_path / "cache"), "phrases": phrases or _PHRASES, **cache}}
     path = tmp_path / "edged.yaml"
     path.write_text(yaml.safe_dump(data))
+    seed_cache(tmp_path / "cache")  # `cache warm` prepares Kokoro too: once per session here
     return path
 
 

@@ -156,6 +156,9 @@ def _wyoming_answer(port: int, text: str) -> Event:
     return asyncio.run(asyncio.wait_for(ask(), _TIMEOUT_S))
 
 
+@pytest.mark.xfail(strict=False, reason=(
+    "known defect, open: after four long streams at once the shared ONNX Runtime arena keeps "
+    "15-40 MB past its shrink (not Python objects, not freed glibc memory: docs/architecture.md)"))
 def test_memory_taken_by_network_work_comes_back(tmp_path: Path, broker: Broker,
                                                 unique_prefix: str, default_voice_path: Path,
                                                 prepared_voices: PreparedVoices,

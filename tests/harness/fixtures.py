@@ -6,7 +6,8 @@ by name, without importing them.
 - `make_daemon` / `daemon`: `edged run` children on that broker with the tiny voice;
 - `make_http` / `http`: the daemon in this process with HTTP on loopback;
 - `tiny_voice_path`, `default_voice_path`, `prepared_voices`: the voices;
-- `user_cache_home` (for every test): XDG_CACHE_HOME in a temporary folder.
+- `user_cache_home` (for every test): XDG_CACHE_HOME in a temporary folder; `kokoro_seed_root`
+  (for every test): where the Kokoro model is prepared once for the daemons (kokoro_seed.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 from .broker import Broker
 from .daemon import DaemonProc
 from .http_daemon import HttpDaemon
+from .kokoro_seed import use_root
 from .voices import PreparedVoices
 from .watcher import Watcher
 
@@ -33,6 +35,14 @@ def user_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("xdg-cache")
     os.environ["XDG_CACHE_HOME"] = str(home)
     return home
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kokoro_seed_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's prepared Kokoro model, made on first use (kokoro_seed.seed_cache)."""
+    root = tmp_path_factory.mktemp("kokoro-seed")
+    use_root(root)
+    return root
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import httpx
 from edged.assembly import App, assemble
 from edged.config import parse_config
 
+from .kokoro_seed import seed_cache
 from .streams import wait_streams
 
 TIMEOUT_S = 10.0
@@ -50,6 +51,7 @@ class HttpDaemon:
         self.url = ""
 
     def start(self) -> HttpDaemon:
+        seed_cache(self.config.cache.dir)  # not 35 s of preparing Kokoro in this process
         self.app = assemble(self.config, status=_no_status)
         self.app.start()
         self.url = (self.app.daemon.state().servers["http"].url or "").rstrip("/")
