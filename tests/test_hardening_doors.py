@@ -131,7 +131,10 @@ def test_a_settings_flood_does_no_file_work_on_the_network_thread(
     make_daemon, watcher = flooded
     broker = flood_broker
     trace = tmp_path / "fsync.trace"
-    d = make_daemon().start(watcher)
+    # A keep-alive of 60 s (the default is 30), not the harness's 5 s: strace slows the
+    # daemon's network threads enough that the settings connection missed a 5 s keep-alive on
+    # CI's machine, and a clean session loses what the broker still held for it (the final 37).
+    d = make_daemon(mqtt={"keepalive_s": 60}).start(watcher)
     tracer = _trace_fsyncs(d, trace)
     _state(watcher, lambda s: True)
     before = _fsyncs(trace)
