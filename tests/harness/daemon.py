@@ -48,9 +48,6 @@ class DaemonProc:
         """Words before `python -m edged run ...` (e.g. a shell that joins a cgroup first)."""
         self.env: dict[str, str] = {}
         """Environment variables set for the daemon beside this process's own."""
-        self.seed_kokoro = True
-        """Its cache gets the session's prepared Kokoro model (kokoro_seed.py); False: the
-        daemon prepares its own, as on a new device."""
 
     def write(self) -> None:
         self.path.write_text(yaml.safe_dump(self.config))
@@ -58,8 +55,7 @@ class DaemonProc:
     def start(self, watcher: Watcher | None = None, *args: str, timeout: float = 60) -> DaemonProc:
         """Start `edged run`; with a watcher, until the daemon's `online` (`timeout` s)."""
         self.write()
-        if self.seed_kokoro:
-            seed_cache(self.workdir / self.config["cache"]["dir"])
+        seed_cache(self.workdir / self.config["cache"]["dir"])  # kokoro_seed.py
         mark = watcher.mark() if watcher else 0
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(

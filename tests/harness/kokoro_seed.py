@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -43,8 +42,9 @@ def use_root(folder: Path) -> None:
 
 def seed_cache(cache_dir: Path) -> None:
     """Hard-link the session's prepared Kokoro files into `cache_dir` (files it has already
-    are kept). Nothing when the Kokoro package is not installed or could not be prepared:
-    the daemon then does what it would do on a new device."""
+    are kept). Nothing when the Kokoro package is not installed or could not be prepared, or
+    outside a pytest session (no `use_root`): the daemon then does what it would do on a new
+    device."""
     seed = _session_seed()
     if seed is None:
         return
@@ -68,14 +68,13 @@ def _session_seed() -> Path | None:
         _tried = True
         from edged.voice.kokoro import assets
 
-        if not assets.installed():
+        if _root is None or not assets.installed():
             return None
-        folder = _root or Path(tempfile.mkdtemp(prefix="edged-kokoro-seed-"))
-        done = subprocess.run([sys.executable, "-c", _PREPARE, str(folder)],
+        done = subprocess.run([sys.executable, "-c", _PREPARE, str(_root)],
                               capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             print(f"kokoro_seed: preparing failed ({done.returncode}): {done.stderr[-2000:]}",
                   file=sys.stderr)
             return None
-        _seed = folder
+        _seed = _root
         return _seed
