@@ -48,14 +48,17 @@ def seed_cache(cache_dir: Path) -> None:
     seed = _session_seed()
     if seed is None:
         return
-    for top in _SEEDED:
-        for source in (seed / top).rglob("*"):
-            target = cache_dir / source.relative_to(seed)
-            if source.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-            elif not target.exists():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.link(source, target)
+    try:
+        for top in _SEEDED:
+            for source in (seed / top).rglob("*"):
+                target = cache_dir / source.relative_to(seed)
+                if source.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                elif not target.exists():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    os.link(source, target)
+    except OSError:
+        pass  # a cache a test made unusable (a file, no rights): the daemon meets it as it is
 
 
 def _session_seed() -> Path | None:
