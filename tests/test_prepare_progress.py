@@ -5,10 +5,15 @@ The tiny VITS-shaped voice is prepared for real, in the child process, in well u
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
+import select
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +22,10 @@ import pytest
 from edged.notify import Notifier
 from edged.voice.catalog.hashes import file_sha256
 from edged.voice.piper.prepared import ensure_prepared
+from edged.voice.prepare import progress
 from edged.voice.prepare.progress import run_followed
 from tests.harness.notify import NotifyListener
+from tests.harness.paths import ROOT
 from tests.harness.tiny_voice import make_tiny_vits_voice
 
 _LINE = re.compile(r"Preparing voice (\S+): stage (\d)/(\d) \((\w+)\) took (\d+\.\d) s")
@@ -84,3 +91,77 @@ def test_a_preparer_past_its_time_is_killed() -> None:
     child = "import signal; print('edged-prepare not json', flush=True); signal.pause()"
     with pytest.raises(subprocess.TimeoutExpired):
         run_followed([sys.executable, "-c", child], "slow.onnx", None, timeout_s=1.0)
+
+
+def _paused_child(pid_file: Path, tied: bool) -> list[str]:
+    """A preparer stand-in: (with `tied`, die_with_parent first,) writes its pid into the named
+    pipe `pid_file`, then waits for a signal forever."""
+    code = ("import os, signal, sys; from edged.voice.prepare.progress import die_with_parent; "
+            f"{'die_with_parent(); ' if tied else ''}"
+            f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); signal.pause()")
+    return [sys.executable, "-c", code]
+
+
+def _pidfd_when_written(fifo: Path, timeout_s: float = 60.0) -> tuple[int, int]:
+    """(pid, a pidfd for it) as the child writes its pid into `fifo`, a named pipe: readable
+    once the child wrote (Linux reports no hang-up before a first writer)."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        assert select.select([fd], [], [], timeout_s)[0], "the child never started"
+        pid = int(os.read(fd, 32))
+    finally:
+        os.close(fd)
+    return pid, os.pidfd_open(pid)
+
+
+def _ends(pidfd: int, timeout_s: float = 10.0) -> bool:
+    try:
+        return bool(select.select([pidfd], [], [], timeout_s)[0])
+    finally:
+        os.close(pidfd)
+
+
+def test_a_stop_that_comes_while_the_timer_starts_leaves_no_child(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`edged run` turns SIGTERM into SystemExit at whatever line the main thread is on. Seen on
+    CI: it came while the timeout's thread started (Timer.start waits for it), before the
+    child was guarded, and the preparer outlived the daemon. Here the stop is raised there, once
+    the real child runs."""
+    pid_file = tmp_path / "pid"
+    os.mkfifo(pid_file)
+    watched: list[tuple[int, int]] = []
+
+    class StoppedWhileStarting(threading.Timer):
+        def start(self) -> None:
+            watched.append(_pidfd_when_written(pid_file))
+            raise SystemExit(0)
+
+    monkeypatch.setattr(progress.threading, "Timer", StoppedWhileStarting)
+    with pytest.raises(SystemExit):
+        run_followed(_paused_child(pid_file, tied=False), "stopped.onnx", None, timeout_s=60)
+    assert watched, "the child never started"
+    pid, pidfd = watched[0]
+    try:
+        assert _ends(pidfd), "the child outlived the stop"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # the failing case must not leave it running
+
+
+def test_a_preparer_dies_with_a_parent_that_is_killed(tmp_path: Path) -> None:
+    """SIGKILL (the OOM killer, `kill -9`) gives the daemon no chance to stop its preparer: the
+    kernel does, as the child asked it to (die_with_parent). A real parent process running
+    run_followed, killed; without it the child would wait forever."""
+    pid_file = tmp_path / "pid"
+    os.mkfifo(pid_file)
+    parent_code = ("import sys; from edged.voice.prepare.progress import run_followed; "
+                   f"run_followed({_paused_child(pid_file, tied=True)!r}, 'x.onnx', None, 600)")
+    parent = subprocess.Popen([sys.executable, "-c", parent_code], cwd=ROOT)
+    orphan, child = _pidfd_when_written(pid_file)
+    parent.kill()
+    parent.wait()
+    try:
+        assert _ends(child), "the preparer outlived its killed parent"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(orphan, signal.SIGKILL)  # the failing case must not leave it running

@@ -37,7 +37,7 @@ from ..piper.prepared import FORMAT, MANIFEST, cpu_signature, file_digest, ort_v
 from ..prepare.intconv import convs_as_matmuls
 from ..prepare.prepare import move_into_place, remove_leftovers, save_optimized
 from ..prepare.probe import window_cost
-from ..prepare.progress import Progress, stages_for
+from ..prepare.progress import Progress, die_with_parent, stages_for
 from ..prepare.tune import keep_chosen, measure_variants
 from . import assets
 from .generator import split_at_generator
@@ -209,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("sha256")
     args = parser.parse_args(argv)
+    die_with_parent()
     map_large_allocations()
     try:
         prepare(args.model, args.folder, args.sha256,

@@ -32,7 +32,7 @@ from ...memory import map_large_allocations
 from ..onnx import open_session
 from ..piper.prepared import FORMAT, MANIFEST, cpu_signature, file_digest, ort_version, read_prepared
 from .probe import Layout, encoder_latent, probe_decoder, probe_feeds, probe_flow
-from .progress import Progress, stages_for
+from .progress import Progress, die_with_parent, stages_for
 
 if TYPE_CHECKING:
     import onnx
@@ -217,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decoder-threads", type=int, default=1)
     parser.add_argument("--no-rewrites", action="store_true", help="keep the plain graphs")
     args = parser.parse_args(argv)
+    die_with_parent()
     map_large_allocations()  # sessions made and dropped: their memory must leave (RSS measured)
     try:
         prepare(args.onnx, args.folder, args.sha256, args.precision,

@@ -14,9 +14,13 @@ parent talks to systemd (NotifyAccess=main: a child's datagrams would be dropped
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
+import os
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -25,6 +29,8 @@ from typing import IO, Any, Final
 
 _LOGGER = logging.getLogger(__name__)
 _MARK: Final = "edged-prepare "
+_PARENT_ENV: Final = "EDGED_PREPARE_PARENT"
+_PR_SET_PDEATHSIG: Final = 1
 _STAGES: Final = ("quantize", "split", "optimize", "probe", "write")
 """Every stage there may be, in order: quantize only for voice.precision int8; probe only for
 a voice that was split (a whole graph has no windows to measure: its number is skipped)."""
@@ -98,29 +104,54 @@ def run_followed(command: list[str], voice: str, status: Callable[[str], None] |
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as stderr:
         # stderr to a file: a pipe nobody reads while stdout is followed could fill and stall
         # the child (onnx's warnings)
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                                 encoding="utf-8", errors="replace")
+        child: subprocess.Popen[str] | None = None
         expired = threading.Event()
-
-        def kill() -> None:
-            expired.set()
-            child.kill()
-
-        timer = threading.Timer(timeout_s, kill)
-        timer.daemon = True
-        timer.start()
+        timer: threading.Timer | None = None
         try:
+            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                     encoding="utf-8", errors="replace",
+                                     env={**os.environ, _PARENT_ENV: str(os.getpid())})
+
+            def kill(running: subprocess.Popen[str] = child) -> None:
+                expired.set()
+                running.kill()
+
+            timer = threading.Timer(timeout_s, kill)
+            timer.daemon = True
+            timer.start()
             assert child.stdout is not None
             with child.stdout:
                 follow(child.stdout, voice, status)  # ends when the child closes its stdout
             code = child.wait()
-        except BaseException:  # a stop while preparing (SystemExit from `edged run`): no orphan
-            child.kill()
-            child.wait()
+        except BaseException:
+            # A stop while preparing (SystemExit from `edged run`) may come at any line here,
+            # timer.start() included (it waits for the thread): no orphan. One that comes
+            # inside Popen, before `child` is set, is the child's own die_with_parent's.
+            if child is not None:
+                child.kill()
+                child.wait()
             raise
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
         if expired.is_set():
             raise subprocess.TimeoutExpired(command, timeout_s)
         stderr.seek(0)
         return code, stderr.read()
+
+
+def die_with_parent() -> None:
+    """The child's side, first thing: the kernel kills it when the daemon that started it dies
+    (killed with SIGKILL, or stopped before run_followed knew its child), so no preparer
+    burns a small board's CPU for minutes after the daemon is gone. Linux only; elsewhere,
+    or when not started by run_followed, nothing."""
+    parent = os.environ.get(_PARENT_ENV, "")
+    if not parent.isdigit() or not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(parent):  # it died before prctl: nobody will send the signal
+        os._exit(1)
