@@ -143,7 +143,9 @@ def assemble(config: Config, status: StatusLine) -> App:
         prepare_ahead(config.cache.dir, speech.voices.fits, status)
     settings = DeviceSettings.load(config.mqtt.state_dir / "device.json", speech.voices.choices)
     policy = RequestPolicy(speech.planner, settings=settings,
-                           memory=MemoryGuard(config.limits.memory_mb))
+                           memory=MemoryGuard(config.limits.memory_mb,
+                                              busy=lambda: any(speech.scheduler.open_streams()
+                                                               .values())))
     player = _open_player(config)
     daemon = _daemon(config, speech, policy, settings, player, status)
     HomeAssistantBridge(config, daemon, policy, speech.voices.choices).attach()

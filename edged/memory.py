@@ -8,6 +8,7 @@ import functools
 import logging
 import os
 import time
+from collections.abc import Callable
 
 _LOGGER = logging.getLogger(__name__)
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -76,24 +77,41 @@ class MemoryGuard:
     """Says when the process has stayed above its budget long enough to refuse new work.
 
     A short peak (one long inference) is normal; only RSS above `limits.memory_mb` for
-    `grace_s` turns requests away, until it falls again.
+    `grace_s`, while synthesis is `busy`, turns requests away, until it falls again or the
+    running synthesis ends. With nothing running nothing will give memory back by waiting (the
+    idle reclaim has run; what stays is kept for reuse: an arena's regions, the heap's
+    fragments): refusing then would refuse every request until a restart, so an idle daemon
+    takes the next one, and says so in the log.
     """
 
-    def __init__(self, budget_mb: float, grace_s: float = 5.0) -> None:
+    def __init__(self, budget_mb: float, grace_s: float = 5.0,
+                 busy: Callable[[], bool] | None = None) -> None:
         self.budget_mb = budget_mb
         self.grace_s = grace_s
+        self._busy = busy
         self._above_since: float | None = None
+        self._told = False
 
     def over_budget(self) -> str | None:
-        """None while within budget, else the reason to give the requester."""
+        """None while within budget (or idle), else the reason to give the requester."""
         now_mb = rss_mb()
         if now_mb <= self.budget_mb:
-            self._above_since = None
+            self._above_since, self._told = None, False
             return None
         now = time.monotonic()
         if self._above_since is None:
             self._above_since = now
         if now - self._above_since < self.grace_s:
             return None
+        if self._busy is not None and not self._busy():
+            if not self._told:
+                self._told = True
+                _LOGGER.warning(
+                    "Memory: %.0f MB with no synthesis running, over limits.memory_mb %.0f "
+                    "(memory kept for reuse after a peak); requests are taken one after the "
+                    "other while it stays there: raise limits.memory_mb if this recurs",
+                    now_mb, self.budget_mb)
+            return None
         return (f"busy: the daemon uses {now_mb:.0f} MB, over limits.memory_mb "
-                f"{self.budget_mb:.0f}; new requests wait until it falls")
+                f"{self.budget_mb:.0f}; new requests wait until it falls or the running "
+                f"synthesis ends")

@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -20,9 +19,11 @@ from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.tts import Synthesize
 
+from edged.synthesis.sources import WYOMING
 from tests.harness.broker import Broker
 from tests.harness.daemon import DaemonProc
 from tests.harness.http_daemon import HttpDaemon
+from tests.harness.internals import LogCount, no_memory_grace
 from tests.harness.ports import free_port
 from tests.harness.voices import PreparedVoices
 from tests.harness.watcher import Watcher
@@ -37,10 +38,12 @@ longer than the test waits."""
 
 class WyomingLoad:
     """`clients` Wyoming connections, each asking for a long story and reading its audio as
-    fast as it comes, on a thread of its own; `stop` closes them."""
+    fast as it comes (or, `read=False`, reading nothing), on a thread of its own; `stop`
+    closes them."""
 
-    def __init__(self, port: int, clients: int) -> None:
-        self._port, self._clients = port, clients
+    def __init__(self, port: int, clients: int, *, read: bool = True,
+                 text: str = _STORY) -> None:
+        self._port, self._clients, self._read, self._text = port, clients, read, text
         self.streaming = threading.Event()
         """Audio arrives: the workers are taken (streams of one rank are served oldest first,
         so the later clients wait for the earlier ones, but never for the alarm)."""
@@ -57,7 +60,9 @@ class WyomingLoad:
 
     async def _client(self) -> None:
         async with AsyncTcpClient("127.0.0.1", self._port) as client:
-            await client.write_event(Synthesize(text=_STORY).event())
+            await client.write_event(Synthesize(text=self._text).event())
+            if not self._read:
+                await asyncio.Event().wait()  # until stop() cancels it
             while (event := await client.read_event()) is not None:
                 if event.type == "audio-chunk":
                     self.streaming.set()
@@ -110,39 +115,61 @@ def test_a_critical_alarm_cuts_in_on_an_announcement_starved_by_wyoming(
           f"{alarm['first_audio_ms']} ms")
 
 
-def test_over_the_memory_budget_only_a_critical_announcement_is_still_taken(
+def test_over_the_memory_budget_while_synthesis_runs_only_a_critical_announcement_is_taken(
         make_http: Callable[..., HttpDaemon], watcher: Watcher) -> None:
     """Every source counts against one budget, and a critical announcement is the last thing
     ever refused: with the process over limits.memory_mb (64 MB here: this test process holds
-    far more), once its grace time has passed, normal announcements are `rejected`, /api/tts
-    answers 503 and Wyoming an `error` (busy), but a critical alarm is spoken. Before, HTTP and
-    Wyoming were served regardless and the alarm was refused with everything else."""
+    far more) while Wyoming streams run, once the grace time has passed, normal announcements
+    are `rejected`, /api/tts answers 503 and Wyoming an `error` (busy), but a critical alarm is
+    spoken. Before, HTTP and Wyoming were served regardless and the alarm was refused with
+    everything else."""
     port = free_port()
-    daemon = make_http(limits={"memory_mb": 64}, wyoming={"enabled": True, "port": port})
+    daemon = make_http(limits={"memory_mb": 64, "max_chars": 20000},
+                       wyoming={"enabled": True, "port": port, "max_chars": 20000})
     watcher.online()
-    refused = _until_refused(watcher)
-    assert "over limits.memory_mb 64" in refused["error"], refused
-    watcher.say({"text": "Smoke in the kitchen!", "id": "alarm", "priority": "critical"})
-    assert watcher.final("alarm", _TIMEOUT_S)["event"] == "finished"
-    with daemon.client() as client:
-        tts = client.post("/api/tts", json={"text": "Hello there."})
-    assert tts.status_code == 503 and "over limits.memory_mb 64" in tts.json()["error"]
-    error = _wyoming_answer(port, "Hello there.")
-    assert error.type == "error" and Error.from_event(error).code == "busy", error
+    assert daemon.app is not None
+    scheduler = daemon.app.speech.scheduler
+    # Two stories of 20 minutes, taken within the grace time: synthesis runs all the test long
+    # (a client that reads nothing does not slow it: its audio waits in the server)
+    load = WyomingLoad(port, 2, read=False, text=" ".join([_STORY] * 8))
+    try:
+        daemon.wait_streams(WYOMING, 2)
+        no_memory_grace(daemon.app)
+        watcher.say({"text": "Number 1.", "id": "n1"})
+        refused = watcher.final("n1", _TIMEOUT_S)
+        assert refused["event"] == "rejected", refused
+        assert "over limits.memory_mb 64" in refused["error"], refused
+        watcher.say({"text": "Smoke in the kitchen!", "id": "alarm", "priority": "critical"})
+        assert watcher.final("alarm", _TIMEOUT_S)["event"] == "finished"
+        with daemon.client() as client:
+            tts = client.post("/api/tts", json={"text": "Hello there."})
+        assert tts.status_code == 503 and "over limits.memory_mb 64" in tts.json()["error"]
+        error = _wyoming_answer(port, "Hello there.")
+        assert error.type == "error" and Error.from_event(error).code == "busy", error
+        assert scheduler.open_streams()[WYOMING], "the load ended: the test proves less"
+    finally:
+        load.stop()
 
 
-def _until_refused(watcher: Watcher) -> dict[str, Any]:
-    """Normal announcements, one after the other, until the memory guard refuses one (its grace
-    time: a short peak is allowed)."""
-    deadline = time.monotonic() + 4 * _TIMEOUT_S
-    n = 0
-    while time.monotonic() < deadline:
-        n += 1
-        watcher.say({"text": f"Number {n}.", "id": f"n{n}"})
-        final = watcher.final(f"n{n}", _TIMEOUT_S)
-        if final["event"] == "rejected":
-            return final
-    raise AssertionError(f"{n} announcements over the budget, none refused")
+def test_over_the_memory_budget_with_nothing_running_the_daemon_still_speaks(
+        make_http: Callable[..., HttpDaemon], watcher: Watcher) -> None:
+    """What stays over limits.memory_mb once synthesis is idle (an arena's regions and the
+    heap's fragments, kept for reuse after a peak: docs/architecture.md) would never fall by
+    waiting: the daemon takes the next request instead of refusing everything until a restart,
+    and tells its operator once. Before, every announcement was `rejected` from then on (seen
+    at the low-memory profile's 160 MB after four long /api/tts at once)."""
+    daemon = make_http(limits={"memory_mb": 64})
+    watcher.online()
+    assert daemon.app is not None
+    no_memory_grace(daemon.app)
+    with LogCount("edged.memory", "no synthesis running, over limits.memory_mb 64") as told:
+        for n in (1, 2, 3):
+            watcher.say({"text": f"Number {n}.", "id": f"n{n}"})
+            final = watcher.final(f"n{n}", _TIMEOUT_S)
+            assert final["event"] == "finished", final
+        with daemon.client() as client:
+            assert client.post("/api/tts", json={"text": "Hello there."}).status_code == 200
+    assert told.count == 1, "the log says it once while memory stays over"
 
 
 def _wyoming_answer(port: int, text: str) -> Event:
@@ -158,7 +185,9 @@ def _wyoming_answer(port: int, text: str) -> Event:
 
 @pytest.mark.xfail(strict=False, reason=(
     "known defect, open: after four long streams at once the shared ONNX Runtime arena keeps "
-    "15-40 MB past its shrink (not Python objects, not freed glibc memory: docs/architecture.md)"))
+    "15-40 MB past its shrink (not Python objects, not freed glibc memory: docs/architecture.md); "
+    "what it cost (every request refused until a restart) is fixed and tested: "
+    "test_over_the_memory_budget_with_nothing_running_the_daemon_still_speaks"))
 def test_memory_taken_by_network_work_comes_back(tmp_path: Path, broker: Broker,
                                                 unique_prefix: str, default_voice_path: Path,
                                                 prepared_voices: PreparedVoices,

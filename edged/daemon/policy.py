@@ -6,9 +6,10 @@ and `edged say`.
     policy.admit(request)  ──►  the request as this device will speak it, or `Refused`:
       - no voice named: the device's selected voice (Home Assistant's select), else the
         configured one
-      - the memory guard: while the process stays above limits.memory_mb nothing new is taken,
-        but a critical announcement: it is the last thing ever refused (its memory is one
-        stream's windows; what others took is given back when synthesis goes idle)
+      - the memory guard: while the process stays above limits.memory_mb and synthesis runs,
+        nothing new is taken but a critical announcement: it is the last thing ever refused
+        (its memory is one stream's windows; what others took is given back when synthesis
+        goes idle, and an idle daemon still over takes the next request: memory.py)
       - a named voice must fit limits.memory_mb next to what cannot be unloaded
       - its language tags, and the speaker and speed of the configured voice
 

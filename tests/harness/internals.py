@@ -8,10 +8,15 @@ import logging
 import re
 import threading
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from edged.voice.catalog import hashes
 from edged.voice.piper.sleep import SleepingModel
 from edged.wyoming import WyomingServer
+
+if TYPE_CHECKING:
+    from edged.assembly import App
+    from edged.memory import MemoryGuard
 
 TIMEOUT_S = 10.0
 
@@ -86,3 +91,13 @@ def wakes() -> LogCount:
 def unloads() -> LogCount:
     """Voices unloaded to stay within the budget, in order ("Unloaded voice X ...")."""
     return LogCount("edged.voice.loaded", r"^Unloaded voice (\S+) \(least recently used\)")
+
+
+def no_memory_grace(app: App) -> MemoryGuard:
+    """The in-process daemon's memory guard, its grace time (how long a peak may stay above
+    the budget before it counts) set to none: a test of what the guard does once the grace has
+    passed then waits on nothing. The guard is reached through the request path's parts."""
+    guard = app.daemon._admission._policy._memory
+    assert guard is not None
+    guard.grace_s = 0.0
+    return guard
