@@ -98,16 +98,17 @@ def measure(memory_mb: int, rounds: int, arena: bool, seed: Path) -> dict[str, A
             for n in range(rounds):
                 before, cpu = _status_mb(d.proc.pid, "VmRSS"), _cpu_s(d.proc.pid)
                 tag = uuid.uuid4().hex[:6]
+                texts = [f"{tag} {k}. {_STORY[:480]}" for k in range(4)]
                 with ThreadPoolExecutor(4) as pool:
-                    codes = list(pool.map(lambda k: client.post(
-                        "/api/tts", json={"text": f"{tag} {k}. {_STORY[:480]}"}).status_code,
-                        range(4)))
+                    codes = list(pool.map(lambda text: client.post(
+                        "/api/tts", json={"text": text}).status_code, texts))
                 cpu = _cpu_s(d.proc.pid) - cpu
                 time.sleep(_SETTLE_S)
                 after = _status_mb(d.proc.pid, "VmRSS")
                 lone = client.post("/api/tts", json={"text": f"After round {n} ({tag})."})
                 out.append({"before_mb": before, "peak_mb": _status_mb(d.proc.pid, "VmHWM"),
-                            "after_mb": after, "cpu_s": round(cpu, 2), "statuses": codes, "short_after": lone.status_code})
+                            "after_mb": after, "cpu_s": round(cpu, 2), "statuses": codes,
+                            "short_after": lone.status_code})
     finally:
         d.stop()
         shutil.rmtree(work, ignore_errors=True)
