@@ -17,7 +17,7 @@ import pytest
 
 from edged.audio import Audio
 from edged.synthesis import Scheduler
-from edged.voice.lanes import Ahead, Claimable, LaneJob, Lanes
+from edged.voice.lanes import Ahead, Claimable, LaneJob, Lanes, SpareThreads
 
 _TIMEOUT_S = 10.0
 
@@ -30,6 +30,7 @@ class _Lanes:
     """Lanes whose offered jobs a test runs by hand (on its own thread when it wants)."""
 
     width = 2
+    pieces_at_once = False
 
     def __init__(self) -> None:
         self.offered: list[Claimable] = []
@@ -229,3 +230,17 @@ def test_jobs_of_a_closed_stream_are_not_run() -> None:
         assert ran == [], "a closed stream's jobs were run"
     finally:
         scheduler.stop()
+
+
+def test_spare_threads_run_an_offered_job_while_the_stream_runs_its_head() -> None:
+    """`edged say` to a file has no scheduler: SpareThreads' own thread takes what is offered,
+    so the head (run by the stream) and the next job run at once. The head waits for the next
+    job to start: run one after the other it would wait for nothing and time out."""
+    started = threading.Event()
+    with SpareThreads(2) as lanes:
+        ahead: Ahead[tuple[bool, str]] = Ahead(lanes)
+        ahead.push(lambda: (started.wait(_TIMEOUT_S), threading.current_thread().name))
+        ahead.push(lambda: (started.set() or True, threading.current_thread().name))
+        head, after = ahead.pop(), ahead.pop()
+    assert head == (True, threading.current_thread().name)
+    assert after[1].startswith("edged-lane")

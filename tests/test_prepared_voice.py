@@ -24,6 +24,7 @@ from edged.config import parse_config
 from edged.synthesis import Scheduler
 from edged.voice import PiperVoice, load_voice
 from edged.voice.catalog.hashes import file_sha256
+from edged.voice.lanes import Claimable, SpareThreads
 from edged.voice.piper.prepared import ensure_prepared, prepared_folder, read_prepared
 from edged.voice.piper.windows import (
     DECODE_WINDOW_FRAMES,
@@ -331,6 +332,36 @@ def test_windows_decoded_on_two_workers_equal_the_sequential_decode(tmp_path: Pa
             assert np.array_equal(np.concatenate(together), np.concatenate(alone))
     finally:
         scheduler.stop()
+
+
+def test_pieces_decoded_at_once_equal_the_sequential_decode(tmp_path: Path) -> None:
+    """`edged say` to a file: every piece a job of its own (its encoder, then its windows) on
+    lanes of spare threads, two at once; the pieces join in order, pauses included, to exactly
+    the audio made on one thread. With the flow apart too (its first window is not used)."""
+    for flow in ("", "local"):
+        onnx_path = make_tiny_vits_voice(tmp_path / f"v{flow}" / "vits.onnx", flow=flow)
+        prepared = _prepare(onnx_path, tmp_path / f"cache{flow}")
+        voice = PiperVoice.load(onnx_path, prepared=prepared, memory_mb=64)
+        text = f"{LONG} {LONG} {LONG}"
+        alone = np.concatenate([c.samples for c in voice.stream(text)])
+        pieces = len(voice.pieces(text))
+        assert pieces > 1
+        with _CountedThreads(2) as lanes:
+            together = np.concatenate([c.samples for c in voice.stream(text, None, lanes)])
+        assert lanes.offered == pieces - 1, "each piece but the first offered whole"
+        assert np.array_equal(together, alone)
+
+
+class _CountedThreads(SpareThreads):
+    """SpareThreads that count what the stream offered them."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__(width)
+        self.offered = 0
+
+    def offer(self, job: Claimable) -> None:
+        self.offered += 1
+        super().offer(job)
 
 
 def test_a_flow_apart_gives_the_first_window_from_its_own_frames(tmp_path: Path) -> None:

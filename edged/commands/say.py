@@ -9,6 +9,7 @@ one rate and loudness; `--debug` logs which voice spoke which part.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import errno
 import logging
@@ -27,6 +28,8 @@ from ..daemon.requests import RequestError, SpeechRequest
 from ..files import own_fd, write_output
 from ..synthesis.plan import Planner, spoken
 from ..voice import LoadedVoices, VoiceError
+from ..voice.lanes import SpareThreads
+from ..voice.sizing import usable_cores
 from .common import DEFAULT_CONFIG, CommandError, Subparsers, add_config_argument, config_from_args
 
 _LOGGER = logging.getLogger(__name__)
@@ -105,13 +108,19 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(err)) from err
     for part in utterance.parts:
         _LOGGER.info("Part %s (%s): %s", part.language, part.voice.name, part.text)
-    chunks = spoken(utterance, lambda part, lanes: part.voice.stream(part.text, part.settings,
-                                                                     lanes))
     started = time.monotonic()
-    try:
-        parts = _play(chunks, config) if play else list(chunks)
-    except VoiceError as err:
-        raise CommandError(str(err)) from err
+    # To a file nothing plays meanwhile: the pieces are decoded at once on the cores there are
+    # (Kokoro's Mandarin line, start to end: median 3.51 -> 3.27 s over 10 runs each here, at
+    # +80 MB peak RSS). Playing, the first piece comes first, alone.
+    cores = 1 if play else min(2, usable_cores())
+    with contextlib.ExitStack() as stack:
+        lanes = stack.enter_context(SpareThreads(cores)) if cores > 1 else None
+        chunks = spoken(utterance, lambda part, lanes: part.voice.stream(
+            part.text, part.settings, lanes), lanes)
+        try:
+            parts = _play(chunks, config) if play else list(chunks)
+        except VoiceError as err:
+            raise CommandError(str(err)) from err
     audio = Audio.join(parts, utterance.rate_hz)
     _LOGGER.info("Synthesized %.2f s of audio in %.2f s", audio.duration_s,
                  time.monotonic() - started)

@@ -95,6 +95,7 @@ class _StreamLanes:
         self._scheduler = scheduler
         self._stream = stream
         self.width = scheduler.workers
+        self.pieces_at_once = False  # a daemon's memory: one piece decoded per stream
 
     def offer(self, job: Claimable) -> None:
         self._scheduler.offer(self._stream, job)

@@ -90,6 +90,10 @@ class Lanes(Protocol):
 
     width: int
     """Workers that may work for the stream at once, its own included (> 1)."""
+    pieces_at_once: bool
+    """Whole pieces (encoder and every window) may be jobs of their own, decoded at once: as
+    fast as it goes, at the memory of `width` pieces (`edged say` to a file), not a daemon's
+    (the scheduler's lanes: windows and the next encoder only, first audio first)."""
 
     def offer(self, job: Claimable) -> None:
         """Let an idle worker run `job` (at the stream's priority); it may never be taken."""
@@ -127,3 +131,31 @@ class Ahead(Generic[T]):
         else:
             head.run()
         return head.result()
+
+
+class SpareThreads:
+    """Lanes outside the scheduler: `width - 1` threads of their own take what is offered
+    (`edged say` writing a file: nothing else runs in the process). A context manager: the
+    threads end with it."""
+
+    pieces_at_once = True
+
+    def __init__(self, width: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.width = width
+        self._pool = ThreadPoolExecutor(max(1, width - 1), thread_name_prefix="edged-lane")
+
+    def offer(self, job: Claimable) -> None:
+        self._pool.submit(_run_unclaimed, job)
+
+    def __enter__(self) -> SpareThreads:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_unclaimed(job: Claimable) -> None:
+    if job.claim():  # else the stream took it first
+        job.run()

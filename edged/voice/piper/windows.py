@@ -149,6 +149,9 @@ class SplitModel:
         and the next piece's encoder run on other workers too. With the flow apart, the first
         window of the first piece needs the flow of its own frames only (and the rest of the
         flow runs meanwhile)."""
+        if lanes is not None and lanes.pieces_at_once and len(pieces) > 1:
+            yield from self._pieces_at_once(pieces, lanes)
+            return
         ahead: Ahead[_Encoded | _FlowInputs | Decoded] = Ahead(lanes)
         if pieces:
             ahead.push(partial(self._encode, 0, pieces[0], first_window))
@@ -171,6 +174,24 @@ class SplitModel:
                     ahead.push(partial(self._decode, done, start, end, end == done.frames, front))
                 if done.index + 1 < len(pieces):
                     ahead.push(partial(self._encode, done.index + 1, pieces[done.index + 1], 0))
+
+    def _pieces_at_once(self, pieces: Sequence[dict[str, np.ndarray]],
+                        lanes: Lanes) -> Iterator[Decoded]:
+        """Every piece a job (its encoder, then its windows one after the other), `lanes.width`
+        at once, taken in order. No first window: nothing plays while it runs. Kokoro's two
+        pieces of a Mandarin line, warm: 2.15 s instead of 2.83 one after the other (2 cores)."""
+        ahead: Ahead[list[Decoded]] = Ahead(lanes)
+        for index, feeds in enumerate(pieces):
+            ahead.push(partial(self._whole_piece, index, feeds))
+        while ahead:
+            yield from ahead.pop()
+
+    def _whole_piece(self, index: int, feeds: dict[str, np.ndarray]) -> list[Decoded]:
+        encoded = self._encode(index, feeds, 0)
+        assert isinstance(encoded, _Encoded)  # no first window: the flow runs whole
+        bounds = self._bounds(encoded.frames, 0)
+        return [self._decode(encoded, start, end, end == encoded.frames)
+                for start, end in bounds]
 
     def _bounds(self, frames: int, first: int) -> list[tuple[int, int]]:
         if self.head is None:
