@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -102,17 +100,11 @@ def say(system: str, cache: Path, voices: Path) -> tuple[float, float]:
     config.write_text(json.dumps({"voice": {"dirs": [str(voices)], **_options(system)},
                                   "cache": {"dir": str(cache)}}))
     with tempfile.TemporaryDirectory() as out:
-        start = time.perf_counter()
-        child = subprocess.Popen([str(REPO_DIR / ".venv" / "bin" / "edged"), "say", "-c",
-                                  str(config), "--voice", "kokoro:zm_yunjian", "-o",
-                                  f"{out}/say.wav", SAY_LINE],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(child.pid, 0)
-        seconds = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
-        if child.returncode != 0:
-            raise SystemExit(f"edged say failed ({system}): exit {child.returncode}")
-        return seconds, usage.ru_maxrss / 1024
+        done = run_worker([str(REPO_DIR / ".venv" / "bin" / "edged"), "say", "-c", str(config),
+                           "--voice", "kokoro:zm_yunjian", "-o", f"{out}/say.wav", SAY_LINE])
+    if done["returncode"] != 0:
+        raise SystemExit(f"edged say failed ({system}): {done['stderr']}")
+    return done["wall_s"], done["ru_maxrss_mb"]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -12,7 +12,9 @@ short /api/tts. Per round: RSS before, the peak so far (VmHWM), RSS after the se
 daemon's CPU time for the four, their statuses and the short one's (503: the memory guard
 refused it).
 
-Writes bench/results/memory_after_load.json (with the machine block).
+Writes bench/results/memory_after_load.json (with the machine block). Figures in MiB, as
+bench.common's `proc_mb` reads them (the files of stop 36 were written in 10^6-byte MB, 2.4 %
+larger numbers; their ratios are the same).
 """
 
 from __future__ import annotations
@@ -32,20 +34,13 @@ import httpx
 from tests.harness.daemon import DaemonProc
 from tests.harness.ports import free_port
 
-from .common import machine_info, summary, table, write_result
+from .common import machine_info, proc_mb, summary, table, write_result
 from .critical import _STORY
 
 _SETTLE_S = 8.0
 """After a round: the idle reclaim runs when the last stream ends; this leaves it ample time (a
 benchmark's wait, not a test's)."""
 _TIMEOUT_S = 600.0
-
-
-def _status_mb(pid: int, field: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1000
-    raise RuntimeError(f"no {field} for pid {pid}")
 
 
 def _cpu_s(pid: int) -> float:
@@ -96,7 +91,7 @@ def measure(memory_mb: int, rounds: int, arena: bool, seed: Path) -> dict[str, A
                 shutil.copy(work / "cache" / "voice-hashes.json", seed)
             client.post("/api/tts", json={"text": "Ready for the load."})
             for n in range(rounds):
-                before, cpu = _status_mb(d.proc.pid, "VmRSS"), _cpu_s(d.proc.pid)
+                before, cpu = proc_mb(d.proc.pid, "VmRSS"), _cpu_s(d.proc.pid)
                 tag = uuid.uuid4().hex[:6]
                 texts = [f"{tag} {k}. {_STORY[:480]}" for k in range(4)]
                 with ThreadPoolExecutor(4) as pool:
@@ -104,9 +99,9 @@ def measure(memory_mb: int, rounds: int, arena: bool, seed: Path) -> dict[str, A
                         "/api/tts", json={"text": text}).status_code, texts))
                 cpu = _cpu_s(d.proc.pid) - cpu
                 time.sleep(_SETTLE_S)
-                after = _status_mb(d.proc.pid, "VmRSS")
+                after = proc_mb(d.proc.pid, "VmRSS")
                 lone = client.post("/api/tts", json={"text": f"After round {n} ({tag})."})
-                out.append({"before_mb": before, "peak_mb": _status_mb(d.proc.pid, "VmHWM"),
+                out.append({"before_mb": before, "peak_mb": proc_mb(d.proc.pid, "VmHWM"),
                             "after_mb": after, "cpu_s": round(cpu, 2), "statuses": codes,
                             "short_after": lone.status_code})
     finally:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import select
 import signal
 import socket
 import subprocess
@@ -13,6 +11,7 @@ from pathlib import Path
 from tests.harness.broker import Broker
 from tests.harness.daemon import DaemonProc, wait_log
 from tests.harness.paths import EDGED, ROOT
+from tests.harness.pidfds import all_end, watch
 from tests.harness.ports import free_port
 from tests.harness.watcher import Watcher
 
@@ -78,37 +77,16 @@ def test_a_stop_while_the_first_start_prepares_leaves_no_broker_or_preparer(
     try:
         wait_log(d, "a private mosquitto was started")
         wait_log(d, "Preparing voice", timeout=60)
-        preparers = _watch(_preparers(cache))
+        preparers = watch(_preparers(cache))
         assert preparers, "the voice was not being prepared"
         d.signal(signal.SIGTERM)
         assert d.wait(15) == 0
         assert not _port_open(port), "the private broker outlived the daemon"
-        assert _all_end(preparers), "the preparing child outlived the daemon"
+        # A preparer that was not stopped runs on for its whole preparation, far longer.
+        assert all_end(preparers, 5.0), "the preparing child outlived the daemon"
         assert not _preparers(cache)
     finally:
         d.stop()
-
-
-def _watch(pids: list[int]) -> list[int]:
-    """A pidfd for each process still there (one that ended before is not listed)."""
-    fds = []
-    for pid in pids:
-        try:
-            fds.append(os.pidfd_open(pid))
-        except ProcessLookupError:
-            continue
-    return fds
-
-
-def _all_end(pidfds: list[int], timeout_s: float = 5.0) -> bool:
-    """Whether every watched process ends within `timeout_s`: a pidfd turns readable when its
-    process exits (the kernel's event, no polling of /proc). A preparer that was not stopped
-    runs on for its whole preparation, far longer than this."""
-    try:
-        return all(select.select([fd], [], [], timeout_s)[0] for fd in pidfds)
-    finally:
-        for fd in pidfds:
-            os.close(fd)
 
 
 def test_no_private_broker_when_one_answers(tmp_path: Path, broker: Broker,

@@ -9,7 +9,6 @@ import contextlib
 import logging
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from edged.voice.prepare import progress
 from edged.voice.prepare.progress import run_followed
 from tests.harness.notify import NotifyListener
 from tests.harness.paths import ROOT
+from tests.harness.pidfds import all_end, pid_written
 from tests.harness.tiny_voice import make_tiny_vits_voice
 
 _LINE = re.compile(r"Preparing voice (\S+): stage (\d)/(\d) \((\w+)\) took (\d+\.\d) s")
@@ -102,25 +102,6 @@ def _paused_child(pid_file: Path, tied: bool) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _pidfd_when_written(fifo: Path, timeout_s: float = 60.0) -> tuple[int, int]:
-    """(pid, a pidfd for it) as the child writes its pid into `fifo`, a named pipe: readable
-    once the child wrote (Linux reports no hang-up before a first writer)."""
-    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        assert select.select([fd], [], [], timeout_s)[0], "the child never started"
-        pid = int(os.read(fd, 32))
-    finally:
-        os.close(fd)
-    return pid, os.pidfd_open(pid)
-
-
-def _ends(pidfd: int, timeout_s: float = 10.0) -> bool:
-    try:
-        return bool(select.select([pidfd], [], [], timeout_s)[0])
-    finally:
-        os.close(pidfd)
-
-
 def test_a_stop_that_comes_while_the_timer_starts_leaves_no_child(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`edged run` turns SIGTERM into SystemExit at whatever line the main thread is on. Seen on
@@ -133,16 +114,18 @@ def test_a_stop_that_comes_while_the_timer_starts_leaves_no_child(
 
     class StoppedWhileStarting(threading.Timer):
         def start(self) -> None:
-            watched.append(_pidfd_when_written(pid_file))
+            watched.append(pid_written(pid_file))
             raise SystemExit(0)
 
+    # A stand-in for the signal, not for a part: no real SIGTERM can be timed to land inside
+    # Timer.start, so the stop is raised there; the child, its pipe and the kill are real.
     monkeypatch.setattr(progress.threading, "Timer", StoppedWhileStarting)
     with pytest.raises(SystemExit):
         run_followed(_paused_child(pid_file, tied=False), "stopped.onnx", None, timeout_s=60)
     assert watched, "the child never started"
     pid, pidfd = watched[0]
     try:
-        assert _ends(pidfd), "the child outlived the stop"
+        assert all_end([pidfd], 10.0), "the child outlived the stop"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)  # the failing case must not leave it running
@@ -157,11 +140,11 @@ def test_a_preparer_dies_with_a_parent_that_is_killed(tmp_path: Path) -> None:
     parent_code = ("import sys; from edged.voice.prepare.progress import run_followed; "
                    f"run_followed({_paused_child(pid_file, tied=True)!r}, 'x.onnx', None, 600)")
     parent = subprocess.Popen([sys.executable, "-c", parent_code], cwd=ROOT)
-    orphan, child = _pidfd_when_written(pid_file)
+    orphan, child = pid_written(pid_file)
     parent.kill()
     parent.wait()
     try:
-        assert _ends(child), "the preparer outlived its killed parent"
+        assert all_end([child], 10.0), "the preparer outlived its killed parent"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(orphan, signal.SIGKILL)  # the failing case must not leave it running

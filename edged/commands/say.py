@@ -113,8 +113,7 @@ def run(args: argparse.Namespace) -> int:
     # (Kokoro's Mandarin line, start to end: median 3.51 -> 3.27 s over 10 runs each here, at
     # +80 MB peak RSS). Playing, the first piece comes first, alone.
     cores = 1 if play else min(2, usable_cores())
-    with contextlib.ExitStack() as stack:
-        lanes = stack.enter_context(SpareThreads(cores)) if cores > 1 else None
+    with SpareThreads(cores) if cores > 1 else contextlib.nullcontext() as lanes:
         chunks = spoken(utterance, lambda part, lanes: part.voice.stream(
             part.text, part.settings, lanes), lanes)
         try:

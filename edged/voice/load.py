@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from ..memory import keep_no_spare_memory, map_large_allocations
+from ..memory import keep_no_spare_memory
 from .backend import ESPEAK_PREFIX, KOKORO_PREFIX, VoiceBackend, backend_of
 from .catalog.find import find_voice
 from .catalog.hashes import HASH_MEMO_NAME, file_sha256
@@ -79,15 +79,6 @@ def load_piper(config: Config, name: str | None = None,
                             path.name, config.cache.dir, err.strerror or err)
     if not config.voice.memory_arena:
         keep_no_spare_memory()
-    else:
-        # Blocks above 128 KB mapped apart and unmapped when freed, at a fixed threshold: by
-        # default glibc raises it (up to 32 MB) each time such a block is freed, and then the
-        # arena's later regions and the numpy arrays around them come from the malloc heaps,
-        # which kept 15-40 MB after a load. Four long /api/tts at once, 3 rounds x 3 runs:
-        # after the idle reclaim 170.9 -> 144.5 MB, peak 215.5 -> 195.4 MB, CPU a round the
-        # same (13.4 / 12.5 s); the corpus the same (peak 162 MB, 0.096 / 0.098 CPU s a second
-        # of speech): bench/results/memory_after_load*.json, archive/synth-mmap-threshold-*.json.
-        map_large_allocations()
     # A voice that sleeps gives its sessions' memory back only if their arenas are their own.
     arena: Arena = ("none" if not config.voice.memory_arena
                     else "own" if config.voice.sleep_after_s is not None else "shared")

@@ -9,6 +9,8 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
+from ..memory import map_large_allocations
+
 Arena = Literal["shared", "own", "none"]
 """Where a session's buffers come from: the one arena every session of the process shares;
 an arena of its own, freed with the session (preparing measures what one decoder window takes;
@@ -20,6 +22,7 @@ def session_options(threads: int, *, level: str = "ORT_ENABLE_ALL", arena: Arena
     import onnxruntime as ort
 
     _no_telemetry(ort)
+    _fixed_mmap_threshold()
     shared_arena = arena == "shared"
     if shared_arena:
         _register_shared_arena(ort)
@@ -53,6 +56,19 @@ def _no_telemetry(ort: Any) -> None:
     sends nothing anywhere, so none are recorded past the import."""
     with contextlib.suppress(AttributeError):  # builds without telemetry lack the call
         ort.disable_telemetry_events()
+
+
+@functools.cache
+def _fixed_mmap_threshold() -> None:
+    """Blocks above 128 KB mapped apart and unmapped when freed, at a fixed threshold, in any
+    process that runs a voice (Piper or Kokoro, arena or none): by default glibc raises it (up
+    to 32 MB) each time such a block is freed, and then an arena's later regions and the numpy
+    arrays around them come from the malloc heaps, which kept 15-40 MB after a load. Four long
+    /api/tts at once, 3 rounds x 3 runs: after the idle reclaim 170.9 -> 144.5 MB, peak 215.5
+    -> 195.4 MB, CPU a round the same (13.4 / 12.5 s); the corpus the same (peak 162 MB, 0.096 /
+    0.098 CPU s a second of speech): bench/results/memory_after_load*.json,
+    archive/synth-mmap-threshold-*.json."""
+    map_large_allocations()
 
 
 def _register_shared_arena(ort: Any) -> None:
