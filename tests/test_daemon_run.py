@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import select
 import signal
 import socket
 import subprocess
@@ -49,6 +53,54 @@ def test_private_broker_is_started_when_none_answers(tmp_path: Path,
         assert not _port_open(port), "the private broker outlived the daemon"
     finally:
         d.stop()
+
+
+def _broker_pid(d: DaemonProc) -> int:
+    """The private mosquitto's pid, as the daemon's start-up line names it."""
+    found = re.search(r"private mosquitto was started for this run \(pid (\d+)", d.log_text())
+    assert found, d.log_text()
+    return int(found.group(1))
+
+
+def test_a_killed_daemon_takes_its_private_broker_along_and_a_reload_keeps_it(
+        tmp_path: Path, tiny_voice_path: Path) -> None:
+    """A reload (SIGHUP: the daemon re-executes itself) keeps the private broker it started;
+    a daemon killed outright (SIGKILL, the OOM killer), whose `finally` never runs, no longer
+    leaves it running: before, the next `make run` found it answering and used it without
+    owning it (nobody ever stopped it)."""
+    port = free_port()
+    prefix = f"edged-test/{uuid.uuid4().hex[:8]}"
+    d = DaemonProc(tmp_path / "d", port, prefix, tiny_voice_path)
+    d.config["mqtt"]["host"] = "localhost"
+    w: Watcher | None = None
+    pid = 0
+    d.start(None, "--private-broker-if-needed")
+    try:
+        wait_log(d, "a private mosquitto was started")
+        pid = _broker_pid(d)
+        broker = watch([pid])
+        assert broker, "the private broker is not running"
+        w = Watcher(port, prefix)
+        w.online()
+        mark = w.mark()
+        d.signal(signal.SIGHUP)
+        w.offline(mark)
+        w.online(mark, timeout=30)  # the re-executed daemon, through the same broker
+        assert not select.select(broker, [], [], 0)[0], "the broker ended with the reload"
+        w.close()
+        w = None
+        d.signal(signal.SIGKILL)
+        assert d.wait(15) == -signal.SIGKILL
+        # Left running, it would have run until someone killed it by hand.
+        assert all_end(broker, 10.0), "the private broker outlived the killed daemon"
+        assert not _port_open(port)
+    finally:
+        if w is not None:
+            w.close()
+        d.stop()
+        if pid:  # a failed run leaves no broker behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _preparers(cache: Path) -> list[int]:

@@ -2,11 +2,14 @@
 broker answers on the configured loopback address, stopped when the daemon stops for good.
 
 After a reload the daemon re-executes itself; the broker it started stays its own, found again
-through EDGED_PRIVATE_BROKER_PID.
+through EDGED_PRIVATE_BROKER_PID. A daemon killed outright (SIGKILL, the OOM killer) takes its
+broker with it (`lifetime`): left running, the next `make run` would find it answering and use
+it without owning it.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Final
 
 from ..config import Config
+from ..lifetime import signal_when_parent_dies
 from .common import CommandError
 
 _LOGGER = logging.getLogger(__name__)
@@ -66,7 +70,8 @@ def adopt_or_start(config: Config) -> int | None:
     env = {k: v for k, v in os.environ.items() if k not in _SYSTEMD_ENV}
     proc = subprocess.Popen([mosquitto, "-c", str(conf)], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                            start_new_session=True)  # Ctrl-C reaches us, and we stop it
+                            start_new_session=True,  # Ctrl-C reaches us, and we stop it
+                            preexec_fn=functools.partial(_tied_to, os.getpid()))
     deadline = time.monotonic() + 5.0
     try:
         while not answers(host, port):
@@ -85,6 +90,14 @@ def adopt_or_start(config: Config) -> int | None:
           f"mosquitto_pub -h {host} -p {port} -q 1 -t '{prefix}/say' -m 'Hello from edged'",
           file=sys.stderr, flush=True)
     return proc.pid
+
+
+def _tied_to(daemon: int) -> None:
+    """In the forked child before mosquitto runs: SIGTERM (mosquitto saves its sessions) when
+    the daemon dies without stopping it, SIGKILLed say. Only a system call is made here
+    (see `lifetime`: nothing is looked up after the fork)."""
+    if not signal_when_parent_dies(signal.SIGTERM, daemon):
+        os._exit(1)
 
 
 def stop(pid: int) -> None:

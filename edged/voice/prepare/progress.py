@@ -14,23 +14,22 @@ parent talks to systemd (NotifyAccess=main: a child's datagrams would be dropped
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any, Final
 
+from ...lifetime import signal_when_parent_dies
+
 _LOGGER = logging.getLogger(__name__)
 _MARK: Final = "edged-prepare "
 _PARENT_ENV: Final = "EDGED_PREPARE_PARENT"
-_PR_SET_PDEATHSIG: Final = 1
 _STAGES: Final = ("quantize", "split", "optimize", "probe", "write")
 """Every stage there may be, in order: quantize only for voice.precision int8; probe only for
 a voice that was split (a whole graph has no windows to measure: its number is skipped)."""
@@ -143,15 +142,8 @@ def run_followed(command: list[str], voice: str, status: Callable[[str], None] |
 def die_with_parent() -> None:
     """The child's side, first thing: the kernel kills it when the daemon that started it dies
     (killed with SIGKILL, or stopped before run_followed knew its child), so no preparer
-    burns a small board's CPU for minutes after the daemon is gone. Linux only; elsewhere,
-    or when not started by run_followed, nothing."""
+    burns a small board's CPU for minutes after the daemon is gone. When not started by
+    run_followed, nothing."""
     parent = os.environ.get(_PARENT_ENV, "")
-    if not parent.isdigit() or not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != int(parent):  # it died before prctl: nobody will send the signal
+    if parent.isdigit() and not signal_when_parent_dies(signal.SIGKILL, int(parent)):
         os._exit(1)
