@@ -27,6 +27,7 @@ from tests.harness.internals import wait_asleep, wakes
 from tests.harness.paths import EDGED, ROOT
 from tests.harness.tiny_voice import LONG, VITS_HOP, make_tiny_vits_voice
 from tests.harness.tiny_voice import prepare_voice as _prepare
+from tests.harness.voices import PreparedVoices
 from tests.harness.watcher import Watcher
 
 
@@ -119,13 +120,15 @@ print(json.dumps({"grew_mb": rss() - before, "sum": int(audio.astype("int64").su
 
 @pytest.mark.voice
 @pytest.mark.timeout(300)
-def test_without_the_arena_an_inference_gives_its_memory_back(tmp_path: Path,
-                                                              default_voice_path: Path) -> None:
+def test_without_the_arena_an_inference_gives_its_memory_back(
+        tmp_path: Path, default_voice_path: Path, prepared_voices: PreparedVoices) -> None:
     """The real default voice, one process each way: after a long line, RSS has grown by what
     ONNX Runtime's arena keeps (tens of MB, measured 141 vs 123 MB in the daemon); without it,
     by a fraction of that. The same samples both ways (noise 0: the arena changes no
     arithmetic)."""
     from tests.harness.asr import corpus_lines
+
+    prepared_voices.seed(tmp_path / "cache")
 
     longest = max(corpus_lines()[0], key=len)
     grew = {}
@@ -228,7 +231,8 @@ def _vm_rss_mb(pid: int) -> float:
 @pytest.mark.voice
 @pytest.mark.timeout(300)
 def test_the_daemon_on_the_profile_speaks_cached_phrases_asleep(
-        tmp_path: Path, broker: Broker, unique_prefix: str, default_voice_path: Path) -> None:
+        tmp_path: Path, broker: Broker, unique_prefix: str, default_voice_path: Path,
+        prepared_voices: PreparedVoices) -> None:
     """The real default voice on `profile: low-memory`, prepared and its pinned phrase made by
     `edged cache warm` as Ansible does: the daemon starts with the voice asleep, a cached phrase
     leaves it asleep, an uncached one wakes it, and once idle it sleeps again and the process
@@ -241,6 +245,7 @@ def test_the_daemon_on_the_profile_speaks_cached_phrases_asleep(
                    profile="low-memory", voice={"sleep_after_s": 1},
                    cache={"dir": "cache", "phrases": [phrase]})
     d.write()
+    prepared_voices.seed(tmp_path / "d" / "cache")  # the phrase is made here, not the voice
     subprocess.run([*EDGED, "cache", "warm", "--config", str(d.path)], cwd=ROOT, check=True,
                    capture_output=True, timeout=240)
     try:

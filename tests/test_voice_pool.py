@@ -13,11 +13,13 @@ import pytest
 from edged.config import parse_config
 from edged.voice import LoadedVoices
 from tests.harness.internals import unloads
+from tests.harness.voices import PreparedVoices
 
 
 @pytest.fixture
-def two_voices(tmp_path: Path, default_voice_path: Path) -> Path:
-    """Two names for the real default voice's files (hard links: no 63 MB copies)."""
+def two_voices(tmp_path: Path, default_voice_path: Path, prepared_voices: PreparedVoices) -> Path:
+    """Two names for the real default voice's files (hard links: no 63 MB copies), each
+    prepared already in `cache/` (these tests are about the budget, not about preparing)."""
     for name in ("first", "second"):
         for suffix in (".onnx", ".onnx.json"):
             target = tmp_path / f"{name}{suffix}"
@@ -26,6 +28,7 @@ def two_voices(tmp_path: Path, default_voice_path: Path) -> Path:
                 os.link(source, target)
             except OSError:  # another file system: copy
                 target.write_bytes(source.read_bytes())
+        prepared_voices.seed(tmp_path / "cache", as_voice=tmp_path / f"{name}.onnx")
     return tmp_path
 
 
@@ -39,7 +42,8 @@ from tests.harness.internals import unloads
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 unloaded = unloads().__enter__()
 folder = Path(sys.argv[1])
-config = parse_config({"voice": {"name": "first", "dirs": [str(folder)]}}, folder)
+config = parse_config({"voice": {"name": "first", "dirs": [str(folder)]},
+                       "cache": {"dir": str(folder / "cache")}}, folder)
 pool = LoadedVoices(config, budget_mb=0)
 one_voice = pool.cost_mb("first")
 pool._budget_mb = rss_mb() + one_voice * 1.5   # fits one voice, not two
@@ -93,7 +97,8 @@ from edged.config import parse_config
 from edged.memory import rss_mb
 from edged.voice import LoadedVoices
 folder = Path(sys.argv[1])
-config = parse_config({"voice": {"name": "first", "dirs": [str(folder)]}}, folder)
+config = parse_config({"voice": {"name": "first", "dirs": [str(folder)]},
+                       "cache": {"dir": str(folder / "cache")}}, folder)
 pool = LoadedVoices(config, budget_mb=100_000)
 voice = pool.get("first")
 voice.synthesize(" ".join(["The washing machine has finished, and the dryer is next."] * 6))

@@ -18,8 +18,9 @@ class PreparedVoices:
         self._root, self._onnx = root, onnx_path
         self._sha256 = ""
 
-    def seed(self, cache_dir: Path, precision: str = "int8") -> Path:
-        """Copy (never link: a test may damage its copy) the prepared folder into `cache_dir`."""
+    def seed(self, cache_dir: Path, precision: str = "int8", as_voice: Path | None = None) -> Path:
+        """Copy (never link: a test may damage its copy) the prepared folder into `cache_dir`;
+        `as_voice`: for the same model under another file name (a link to it)."""
         from edged.voice.catalog.hashes import file_sha256
         from edged.voice.piper.prepared import ensure_prepared, prepared_folder
 
@@ -27,6 +28,6 @@ class PreparedVoices:
         source = prepared_folder(self._root, self._onnx, self._sha256, precision)
         if ensure_prepared(self._onnx, self._sha256, self._root, precision) is None:
             raise RuntimeError(f"cannot prepare {self._onnx.name} ({precision}) for the tests")
-        target = prepared_folder(cache_dir, self._onnx, self._sha256, precision)
+        target = prepared_folder(cache_dir, as_voice or self._onnx, self._sha256, precision)
         shutil.copytree(source, target)
         return target
