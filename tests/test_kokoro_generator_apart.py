@@ -17,7 +17,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from edged.voice.kokoro.generator import split_at_generator
-from edged.voice.kokoro.packing import PACKED, GeneratorApart, PackedDecoder, Windowed
+from edged.voice.kokoro.packing import PACKED, GeneratorApart, Pace, PackedDecoder, Windowed
+from edged.voice.kokoro.prepared import FIRST_WINDOW_FRAMES, PreparedKokoro
 from edged.voice.onnx import open_session
 from edged.voice.piper.windows import SplitModel
 
@@ -155,3 +156,44 @@ def test_a_split_models_head_and_rest_come_from_one_front_of_the_whole_piece(wor
     front = apart.front({PACKED: _packed(feeds, windowed), "style": feeds["style"]})
     assert np.array_equal(parts[0], apart.generate(front, 0, 8)[:6 * _HOP])
     assert np.array_equal(parts[1], apart.generate(front, 4, 20)[2 * _HOP:])
+
+
+# ----------------------------------------------------------------- the head sized as measured
+def test_the_pace_keeps_the_preparers_figure_until_a_long_call_then_averages() -> None:
+    pace = Pace(0.05)
+    pace.observe(Pace.MEASURED_FRAMES - 1, 10.0)  # a short call: mostly its fixed cost
+    assert (pace.measured, pace.s_per_frame) == (False, 0.05)
+    pace.observe(24, 0.24)
+    assert pace.measured and pace.s_per_frame == pytest.approx(0.01)
+    pace.observe(48, 0.96)  # 0.02 a frame, weighing a quarter
+    assert pace.s_per_frame == pytest.approx(0.0125)
+
+
+def test_the_head_follows_the_decoder_speed_measured_here_once_there_is_one() -> None:
+    """A model prepared while the machine was busy measured a slow decoder and sized every later
+    head long (heard worse); once this process has timed its own decoder, that speed counts."""
+    model = PreparedKokoro(Path("unused"), (), (), hop=600, pad=8, kb_per_frame=450.0,
+                           s_per_frame=0.016)  # the preparer's figure, on a busy machine
+    pace = Pace(0.016)
+    assert model.head_frames(150, pace=pace) == model.head_frames(150)  # nothing timed yet
+    pace.observe(100, 0.66)  # idle now: 6.6 ms a frame
+    idle = model.head_frames(150, pace=pace)
+    assert FIRST_WINDOW_FRAMES <= idle < model.head_frames(150)
+    for _ in range(20):
+        pace.observe(100, 3.0)  # a board under load: the head grows so the rest is in time
+    assert model.head_frames(150, pace=pace) > model.head_frames(150)
+
+
+def test_the_decoders_calls_are_timed_into_its_pace(work: Path) -> None:
+    _, apart, windowed = _packed_decoder(work)
+    apart.pace = Pace(1.0)
+    feeds = _probe(Pace.MEASURED_FRAMES + 6, 2)
+    packed = {PACKED: _packed(feeds, windowed), "style": feeds["style"]}
+    front = apart.front(packed)
+    apart.generate(front, 0, 5)
+    assert not apart.pace.measured  # too short to count
+    apart.generate(front, 0, Pace.MEASURED_FRAMES + 6)
+    assert apart.pace.measured and 0 < apart.pace.s_per_frame < 1.0
+    timed = apart.pace.s_per_frame
+    apart.run(None, packed)  # a whole piece counts too
+    assert apart.pace.s_per_frame != timed

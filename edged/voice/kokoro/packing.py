@@ -11,6 +11,7 @@ decoder's inputs. Packing copies a few MB per piece; a decoder window costs 100-
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -93,21 +94,57 @@ class GeneratorApart:
         return {w.name: w for w in (self.boundary, *self.time_inputs)}
 
 
+class Pace:
+    """Seconds a decoder frame takes in this process, as its pieces are decoded: the preparer's
+    figure (`initial`) until a call of at least MEASURED_FRAMES is timed, then a moving average
+    (the newest call weighing 1/4). The head window is sized on it (prepared.head_frames): the
+    preparer's figure is one moment's, and a busy one (a board doing other work as the model was
+    prepared) sized every later head long, and a long head is heard worse (docs/languages.md)."""
+
+    MEASURED_FRAMES: Final = 24
+    """Shorter calls are mostly the call's fixed cost."""
+
+    def __init__(self, initial: float) -> None:
+        self._s_per_frame = initial
+        self.measured = False
+
+    @property
+    def s_per_frame(self) -> float:
+        return self._s_per_frame
+
+    def observe(self, frames: int, seconds: float) -> None:
+        if frames < self.MEASURED_FRAMES:
+            return
+        now = seconds / frames
+        # Two workers may observe at once: a lost update is one sample of an average.
+        self._s_per_frame = now if not self.measured else 0.75 * self._s_per_frame + 0.25 * now
+        self.measured = True
+
+
 class PackedDecoder:
     """The decoder session (or its two parts), reading a window of the packed array as its four
-    inputs."""
+    inputs; each call timed into `pace`, when given."""
 
     def __init__(self, session: Any, windowed: Sequence[Windowed],
-                 apart: GeneratorApart | None = None) -> None:
+                 apart: GeneratorApart | None = None, pace: Pace | None = None) -> None:
         self._session = session
         self._windowed = tuple(windowed)
         self._edges = np.cumsum([0, *(w.channels for w in windowed)])
         self._apart = apart
+        self.pace = pace
 
     def run(self, names: Any, feeds: dict[str, np.ndarray], options: Any = None) -> list[np.ndarray]:
+        start = time.perf_counter()
         if self._apart is not None:
-            return list(self._apart.generator.run(names, self.front(feeds), options))
-        return list(self._session.run(names, self._inputs(feeds), options))
+            made = list(self._apart.generator.run(names, self.front(feeds), options))
+        else:
+            made = list(self._session.run(names, self._inputs(feeds), options))
+        self._timed(feeds[PACKED].shape[-1], start)
+        return made
+
+    def _timed(self, frames: int, start: float) -> None:
+        if self.pace is not None:
+            self.pace.observe(frames, time.perf_counter() - start)
 
     def front(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """What the generator reads for the whole of `feeds` (apart only)."""
@@ -128,7 +165,10 @@ class PackedDecoder:
         timed = self._apart.timed
         feeds = {name: timed[name].cut(value, lo, hi) if name in timed else value
                  for name, value in front.items()}
-        return np.asarray(self._apart.generator.run(None, feeds)[0]).reshape(-1)
+        start = time.perf_counter()
+        audio = np.asarray(self._apart.generator.run(None, feeds)[0]).reshape(-1)
+        self._timed(hi - lo, start)
+        return audio
 
     def _inputs(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         packed = feeds[PACKED]
