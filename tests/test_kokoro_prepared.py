@@ -20,6 +20,7 @@ piece, within its own noise (docs/languages.md, "Prepared Kokoro").
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import subprocess
 import sys
@@ -106,6 +107,9 @@ def test_a_head_window_matches_the_whole_piece_within_the_measured_bound(prepare
     model = dataclasses.replace(model, s_per_frame=_IDLE_S_PER_FRAME)
     whole = open_session(path, 2)
     split = model.open(2, head_window=True)
+    # In use the head follows the decoder's pace as timed here (packing.Pace, its own tests);
+    # this bound is for heads sized on that idle speed, whatever this machine does meanwhile.
+    split.head = functools.partial(model.head_frames, threads=2)
     distances = []
     for feeds in _pieces(path):
         reference = whole.run(None, feeds)[0].reshape(-1)
