@@ -246,6 +246,9 @@ def test_a_sleeping_kokoro_starts_asleep_wakes_for_a_stream_and_sleeps_again(
         assert woke.count == 1
         assert np.array_equal(first, awake.synthesize(_LINES[1]).samples)
         assert wait_asleep(sleeping.split) and not sleeping.split.awake
+        # what the decoder's calls timed outlives the sessions: the next head is sized on it
+        pace = sleeping.split._wake.keywords["pace"]
+        assert pace.measured
         assert np.array_equal(voice.synthesize(_LINES[1]).samples, first)
         assert woke.count == 2
 

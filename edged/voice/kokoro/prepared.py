@@ -68,16 +68,20 @@ class PreparedKokoro:
     """The decoder cut before its generator (generator.py: front.onnx + generator.onnx), or None
     (decoder.onnx: a graph that did not cut exactly)."""
 
+    def pace(self, threads: int) -> Pace:
+        """The decoder's speed, as prepared, until this process times it."""
+        return Pace(self.s_per_frame * 2 / min(2, max(1, threads)))
+
     def open(self, threads: int, *, head_window: bool = False,
-             arena: Arena = "shared") -> SplitModel:
+             arena: Arena = "shared", pace: Pace | None = None) -> SplitModel:
         """Both sessions on `threads` intra-op threads. Each piece is one decoder call (the
         decoder normalizes over what it is given: a piece in windows is not the piece, see
         split.py), but the next piece's encoder runs on a spare worker meanwhile; `head_window`:
-        the first piece's head apart first (`head_frames`); `arena`: onnx.Arena."""
+        the first piece's head apart first (`head_frames`, on `pace`); `arena`: onnx.Arena."""
         def session(name: str) -> Any:
             return open_session(self.folder / name, threads, level="ORT_DISABLE_ALL", arena=arena)
 
-        pace = Pace(self.s_per_frame * 2 / min(2, max(1, threads)))
+        pace = pace or self.pace(threads)
         if self.generator is None:
             decoder = PackedDecoder(session("decoder.onnx"), self.windowed, pace=pace)
         else:

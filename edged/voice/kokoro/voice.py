@@ -140,7 +140,9 @@ def _prepared_model(prepared: PreparedKokoro, threads: int, head_window: bool,
     so that their memory leaves with them."""
     if sleep_after_s is None:
         return prepared.open(threads, head_window=head_window)
-    wake = partial(prepared.open, threads, head_window=head_window, arena="own")
+    # One pace for every wake: what was timed before a sleep still sizes the next head.
+    wake = partial(prepared.open, threads, head_window=head_window, arena="own",
+                   pace=prepared.pace(threads))
     return SleepingModel(wake, frozenset({"tokens", "style", "speed"}), idle_s=sleep_after_s,
                          name="kokoro")
 
