@@ -148,10 +148,13 @@ def test_the_decoder_kept_is_the_faster_of_two_that_make_the_same_audio(prepared
     piece, and the one kept is the faster (or the plain one within the timing's noise)."""
     import json
 
+    from edged.voice.kokoro.prepared import TAPS_PER_PRODUCT
+
     _, model = prepared
     report = json.loads((model.folder / "manifest.json").read_text())["rewrites"]["decoder"]
     variants = report["variants"]
     assert set(variants) == {"none", "intconv"}
+    assert report["taps_per_product"] == TAPS_PER_PRODUCT
     assert all(v["max_diff_steps"] == 0 for v in variants.values()), variants
     faster = min(variants, key=lambda name: variants[name]["ms"])
     if variants[faster]["ms"] < variants["none"]["ms"] * 0.97:
@@ -162,12 +165,12 @@ def test_the_decoder_kept_is_the_faster_of_two_that_make_the_same_audio(prepared
 
 
 def test_a_kokoro_prepared_before_the_decoder_rewrite_is_prepared_again(tmp_path: Path) -> None:
-    """A manifest without `rewrites` or `generator` (prepared by an earlier edged) reads as
-    stale, so the faster decoder and its two parts are made once after an upgrade; with them,
-    the choice is read back."""
+    """A manifest without `rewrites` or `generator`, or whose decoder was rewritten one tap a
+    product (prepared by an earlier edged), reads as stale, so the faster decoder and its two
+    parts are made once after an upgrade; with them, the choice is read back."""
     import json
 
-    from edged.voice.kokoro.prepared import read_prepared
+    from edged.voice.kokoro.prepared import TAPS_PER_PRODUCT, read_prepared
     from edged.voice.piper.prepared import FORMAT, cpu_signature, ort_version
 
     manifest = {"format": FORMAT, "kind": "kokoro", "onnxruntime": ort_version(),
@@ -182,6 +185,14 @@ def test_a_kokoro_prepared_before_the_decoder_rewrite_is_prepared_again(tmp_path
     assert read_prepared(tmp_path, "ab" * 32) is None  # nor one before the generator was cut
     manifest["generator"] = {"boundary": "x", "axis": 2, "per_frame": 2, "time_inputs": ["f0"],
                              "whole_inputs": ["style"]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert read_prepared(tmp_path, "ab" * 32) is None  # nor one rewritten a tap a product
+    manifest["rewrites"]["decoder"]["chosen"] = "none"  # ... unless its rewrite was not kept
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    made = read_prepared(tmp_path, "ab" * 32)
+    assert made is not None and made.decoder_rewrite == "none"
+    manifest["rewrites"]["decoder"] = {"chosen": "intconv", "variants": {},
+                                       "taps_per_product": TAPS_PER_PRODUCT}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     made = read_prepared(tmp_path, "ab" * 32)
     assert made is not None and made.decoder_rewrite == "intconv"

@@ -41,6 +41,7 @@ from ..prepare.progress import Progress, die_with_parent, stages_for
 from ..prepare.tune import keep_chosen, measure_variants
 from . import assets
 from .generator import split_at_generator
+from .prepared import TAPS_PER_PRODUCT
 
 if TYPE_CHECKING:
     import onnx
@@ -103,7 +104,7 @@ def _save_decoders(work: Path, decoder: onnx.ModelProto) -> dict[str, Path]:
     save_optimized(decoder.SerializeToString(), folders["none"], "decoder", _LEVEL)
     try:
         graph = onnx.load(str(folders["none"] / "decoder.onnx"))
-        if convs_as_matmuls(graph):
+        if convs_as_matmuls(graph, TAPS_PER_PRODUCT):
             folders["intconv"] = work / "decoder-intconv"
             folders["intconv"].mkdir()
             onnx.save(graph, str(folders["intconv"] / "decoder.onnx"), save_as_external_data=True,
@@ -124,6 +125,8 @@ def _choose_decoder(work: Path, folders: dict[str, Path], made: dict[str, np.nda
                               lambda s: to_int16(s.run(None, made)[0].reshape(-1)),
                               lambda s: s.run(None, timed))
     keep_chosen(folders, "decoder", report["chosen"], work)
+    if "intconv" in folders:
+        report["taps_per_product"] = TAPS_PER_PRODUCT
     return report
 
 

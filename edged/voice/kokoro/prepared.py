@@ -51,6 +51,12 @@ FIRST_WINDOW_FRAMES: Final = 12
 """A head of at least 0.3 s of audio (a frame is 25 ms)."""
 _MARGIN: Final = 1.5
 """On the decoder's measured speed, for the load of a busy daemon."""
+TAPS_PER_PRODUCT: Final = 4
+"""The decoder's integer convolutions as matrix products (prepare/intconv.py) take this many
+kernel taps side by side in one product: the decoder, bit-identical either way, ran about a
+tenth faster than with one product per tap (figures in docs/architecture.md, "Prepared
+Kokoro"), its peak memory the same. A cache whose decoder was rewritten one tap a product (no
+`taps_per_product` in its manifest) is prepared again once."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +141,9 @@ def read_prepared(folder: Path, sha256: str) -> PreparedKokoro | None:
             return None
         if not files_intact(folder, manifest):
             return None
+        decoder = manifest["rewrites"]["decoder"]  # absent: prepared before the rewrite was tried
+        if decoder["chosen"] == "intconv" and decoder.get("taps_per_product") != TAPS_PER_PRODUCT:
+            return None
         windowed = tuple(Windowed(str(w["name"]), int(w["axis"]), int(w["per_frame"]),
                                   tuple(int(d) for d in w["shape"]))
                          for w in manifest["windowed"])
@@ -142,8 +151,7 @@ def read_prepared(folder: Path, sha256: str) -> PreparedKokoro | None:
                               int(manifest["hop"]), int(manifest["pad"]),
                               float(manifest["decoder_kb_per_frame"]),
                               float(manifest["decoder_s_per_frame"]),
-                              # absent: prepared before the decoder's rewrite was tried
-                              str(manifest["rewrites"]["decoder"]["chosen"]),
+                              str(decoder["chosen"]),
                               # absent: prepared before the generator was cut apart
                               _generator(manifest["generator"]))
     except (KeyError, TypeError, ValueError, OSError):

@@ -1,5 +1,5 @@
 """The `intconv` rewrite: a dynamically quantized 1-D convolution (ConvInteger, uint8 weights) as
-a sum of integer matrix products, one per kernel tap.
+a sum of integer matrix products, one per group of kernel taps.
 
 Why: ONNX Runtime runs ConvInteger as im2col, then a GEMM with the weights as its left operand,
 which its integer GEMM (MLAS) only does fast when that operand is unsigned: the u8 x u8 path,
@@ -10,10 +10,15 @@ about a quarter faster here. Exact: each tap's weights shifted by 128 with their
 every integer product and sum is the same and the audio is bit-identical (checked when prepared;
 tune.py keeps the rewrite only where it measures faster, on the CPU the daemon runs on).
 
-For a convolution of kernel K, dilation d, stride s and pads (p0, p1) over x [N, C, T]:
+For a convolution of kernel K, dilation d, stride s and pads (p0, p1) over x [N, C, T], with
+its taps in groups G of at most `taps_per_product`:
     x' = Pad(Transpose(x) [N, T, C], p0, p1, with x's zero point)
-    y  = Transpose(sum over k of MatMulInteger(Slice(x', k*d, step s), W_k [C, Cout]))
-The nodes are written in this order, every slice, then every product, then the sums: ORT runs a
+    x_k = Slice(x', k*d, step s)                      [N, T', C]
+    y  = Transpose(sum over G of MatMulInteger(Concat(x_k for k in G) [N, T', |G| C], W_G))
+with W_G the taps' weights stacked [|G| C, Cout]. A group's taps side by side are one longer
+product instead of |G| products and |G|-1 sums of int32 tensors (memory-bound passes): see
+`TAPS_PER_PRODUCT` in kokoro/prepared.py for the figures. The nodes are written in this order,
+every slice, then every group's concatenation, then every product, then the sums: ORT runs a
 graph's nodes in the order of the file, and this one measured faster and smaller on Kokoro's
 decoder than a slice, product and sum per tap (1.65 s and 468 MB peak against 1.80 s and 678 MB
 for a 100-token piece, 2 threads).
@@ -32,16 +37,18 @@ from onnx import helper, numpy_helper
 _LAST: Final = np.iinfo(np.int64).max
 
 
-def convs_as_matmuls(model: onnx.ModelProto) -> int:
+def convs_as_matmuls(model: onnx.ModelProto, taps_per_product: int) -> int:
     """Rewrite `model` in place; the number of convolutions rewritten (those that qualify: 1-D,
     one group, uint8 or int8 weights with one zero point, explicit pads)."""
+    if taps_per_product < 1:
+        raise ValueError(f"taps_per_product must be 1 or more, not {taps_per_product}")
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
     consts = _Constants(graph)
     nodes: list[onnx.NodeProto] = []
     count = 0
     for node in graph.node:
-        made = _rewrite(node, inits, consts) if node.op_type == "ConvInteger" else None
+        made = _rewrite(node, inits, consts, taps_per_product) if node.op_type == "ConvInteger" else None
         nodes.extend(made if made is not None else [node])
         count += made is not None
     del graph.node[:]
@@ -76,7 +83,8 @@ class _Constants:
 
 
 def _rewrite(node: onnx.NodeProto, inits: dict[str, onnx.TensorProto],
-             consts: _Constants) -> list[onnx.NodeProto] | None:
+             consts: _Constants, group: int) -> list[onnx.NodeProto] | None:
+    """The nodes that replace `node`, or None when it does not qualify."""
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     inputs = list(node.input) + [""] * (4 - len(node.input))
     x, w_name, x_zp, w_zp_name = inputs
@@ -118,10 +126,18 @@ def _rewrite(node: onnx.NodeProto, inits: dict[str, onnx.TensorProto],
                 "Slice", [source, consts.int64s(k * dilation), consts.int64s(end if end else _LAST),
                           consts.int64s(1), consts.int64s(stride)], [tap]))
         taps_in.append(tap)
+    starts = range(0, taps, group)
+    cols = []
+    for g in starts:  # a group's taps side by side: one product over group x cin columns
+        part = taps_in[g:g + group]
+        cols.append(part[0] if len(part) == 1 else f"{base}/cols{g}")
+        if len(part) > 1:
+            made.append(helper.make_node("Concat", part, [cols[-1]], axis=2))
     products = []
-    for k, tap in enumerate(taps_in):
-        w_k = consts.add(f"{base}/w{k}", np.ascontiguousarray(w[:, :, k].T))
-        products.append(f"{base}/product{k}")
+    for g, tap in zip(starts, cols, strict=True):
+        w_g = w[:, :, g:g + group].transpose(2, 1, 0).reshape(-1, cout)
+        w_k = consts.add(f"{base}/w{g}", np.ascontiguousarray(w_g))
+        products.append(f"{base}/product{g}")
         made.append(helper.make_node("MatMulInteger", [tap, w_k, x_zp, b_zp], [products[-1]]))
     total = products[0]
     for k, product in enumerate(products[1:], 1):
