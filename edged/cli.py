@@ -39,6 +39,19 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+_PREPARING_LOGGERS = ("edged.voice.piper.prepared", "edged.voice.prepare.progress")
+"""Where preparing a voice is logged: its start, each stage with its time, its end."""
+
+
+def _say_when_preparing() -> None:
+    """A first use prepares a voice for this CPU (about 20-30 s here, minutes on a Pi); a
+    command quiet below warnings would sit silent all that time, so those lines show."""
+    for name in _PREPARING_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
@@ -46,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.command != "run":  # the daemon logs at its configured level
+        _say_when_preparing()
     try:
         status = args.func(args)
     except (CommandError, ConfigError, VoiceError) as err:

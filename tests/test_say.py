@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import wave
@@ -25,7 +26,8 @@ def test_say_writes_speech_wav(tmp_path: Path, user_cache_home: Path) -> None:
     """The acceptance line: 22050 Hz mono 16-bit, a plausible length for the sentence.
 
     With no config file, the voice is prepared in the user's cache folder ($XDG_CACHE_HOME/edged),
-    not in a `cache/` under the folder the command ran from."""
+    not in a `cache/` under the folder the command ran from, and the command says it is
+    preparing (issue 26 §1: progress shown), which a later say does not."""
     out = tmp_path / "out.wav"
     r = _edged("say", "The garage door has been open for 15 minutes.", "-o", str(out), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -35,6 +37,13 @@ def test_say_writes_speech_wav(tmp_path: Path, user_cache_home: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.wav"]
     prepared = list((user_cache_home / "edged" / "models").glob("en_US-joe-medium-*/manifest.json"))
     assert len(prepared) == 1
+    # Preparing takes 20-30 s here (minutes on a Pi): the command said so, stage by stage ...
+    assert "Preparing voice en_US-joe-medium" in r.stderr, r.stderr
+    assert re.search(r"stage 1/\d \(\w+\) took \d+\.\d s", r.stderr), r.stderr
+    assert "Prepared voice en_US-joe-medium" in r.stderr, r.stderr
+    # ... and only then: once prepared, a say is quiet
+    again = _edged("say", "Done.", "-o", str(out), cwd=tmp_path)
+    assert again.returncode == 0 and again.stderr == "", again.stderr
 
 
 def test_say_reads_stdin(tmp_path: Path, tiny_voice_path: Path) -> None:
