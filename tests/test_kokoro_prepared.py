@@ -187,9 +187,12 @@ def test_a_kokoro_prepared_before_the_decoder_rewrite_is_prepared_again(tmp_path
                              "whole_inputs": ["style"]}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     assert read_prepared(tmp_path, "ab" * 32) is None  # nor one rewritten a tap a product
-    manifest["rewrites"]["decoder"]["chosen"] = "none"  # ... unless its rewrite was not kept
+    manifest["rewrites"]["decoder"] = {"chosen": "none", "variants": {"none": {}, "intconv": {}}}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
-    made = read_prepared(tmp_path, "ab" * 32)
+    assert read_prepared(tmp_path, "ab" * 32) is None  # ... kept or not: measured in that form
+    manifest["rewrites"]["decoder"] = {"chosen": "none", "variants": {"none": {}}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    made = read_prepared(tmp_path, "ab" * 32)  # a decoder with no integer convolutions
     assert made is not None and made.decoder_rewrite == "none"
     manifest["rewrites"]["decoder"] = {"chosen": "intconv", "variants": {},
                                        "taps_per_product": TAPS_PER_PRODUCT}

@@ -55,8 +55,9 @@ TAPS_PER_PRODUCT: Final = 4
 """The decoder's integer convolutions as matrix products (prepare/intconv.py) take this many
 kernel taps side by side in one product: the decoder, bit-identical either way, ran about a
 tenth faster than with one product per tap (figures in docs/architecture.md, "Prepared
-Kokoro"), its peak memory the same. A cache whose decoder was rewritten one tap a product (no
-`taps_per_product` in its manifest) is prepared again once."""
+Kokoro"), its peak memory the same. A cache whose decoder's rewrite was made one tap a product
+(no `taps_per_product` in its manifest), kept or not (a CPU where ConvInteger measured faster
+than that form may not find it faster than this one), is prepared again once."""
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,9 @@ def read_prepared(folder: Path, sha256: str) -> PreparedKokoro | None:
         if not files_intact(folder, manifest):
             return None
         decoder = manifest["rewrites"]["decoder"]  # absent: prepared before the rewrite was tried
-        if decoder["chosen"] == "intconv" and decoder.get("taps_per_product") != TAPS_PER_PRODUCT:
-            return None
+        tried = decoder["chosen"] == "intconv" or "intconv" in decoder.get("variants", {})
+        if tried and decoder.get("taps_per_product") != TAPS_PER_PRODUCT:
+            return None  # its rewrite, kept or not, was measured in another form
         windowed = tuple(Windowed(str(w["name"]), int(w["axis"]), int(w["per_frame"]),
                                   tuple(int(d) for d in w["shape"]))
                          for w in manifest["windowed"])
