@@ -75,7 +75,8 @@ def edged_system(spec: dict[str, Any]) -> None:
     for line in spec["lines"]:
         lang = line["lang"]
         start = time.monotonic()
-        utterance = planner.utterance(line["text"], language=None if "+" in lang else lang)
+        utterance = planner.utterance(line["text"], language=None if "+" in lang else lang,
+                                      speed=spec.get("speed"))  # a request's, for every part
         chunks = [c.samples for c in spoken(utterance, lambda part, lanes: part.voice.stream(
             part.text, part.settings, lanes))]
         samples = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
