@@ -40,7 +40,7 @@ CORPUS: dict[str, list[str]] = {
 }
 VOICES = [("en", "en_US-joe-medium"), ("en", "espeak:en-us"), ("zh", "kokoro:zm_yunjian"),
           ("zh", "kokoro:zf_xiaoxiao"), ("zh", "espeak:cmn"), ("ja", "kokoro:jf_alpha"),
-          ("ja", "espeak:ja"), ("yue", "kokoro:jm_kumo@yue"), ("yue", "espeak:yue"),
+          ("ja", "espeak:ja"), ("yue", "kokoro:jm_kumo(7)+zm_yunjian(3)@yue"), ("yue", "espeak:yue"),
           ("ko", "kokoro:jm_kumo@ko"), ("ko", "espeak:ko")]
 
 

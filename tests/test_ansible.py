@@ -580,6 +580,17 @@ def _config_play(ws: Workspace, tmp_path: Path, host: str, ram_mb: int,
     return play, root
 
 
+def test_a_cantonese_device_searches_the_folder_its_mixed_style_is_pulled_into(
+        workspace: Workspace, tmp_path: Path) -> None:
+    """English and Cantonese only: Cantonese's voice mixes in the Mandarin style the role pulls
+    into the voice folder (tasks/voices.yml), so the config searches that folder (before stop 39
+    only Mandarin or an English Kokoro voice added it)."""
+    _, root = _config_play(workspace, tmp_path, "hall", 3796, edged_languages=["en", "yue"])
+    config = load_config(root / "etc/edged/edged.yaml")
+    assert root / "opt/edged/voices" in config.voice.dirs
+    assert config.limits.memory_mb == 512 and config.languages.zh is None
+
+
 def test_the_profile_follows_the_devices_ram(workspace: Workspace, tmp_path: Path) -> None:
     """edged_profile auto: a device with less than 768 MB (a Zero 2 W reports about 427) gets
     `profile: low-memory`, limits.memory_mb 160 and the unit's MemoryHigh/MemoryMax from it, and

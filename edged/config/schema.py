@@ -96,8 +96,9 @@ class FrontendConfig:
 class LanguagesConfig:
     """Which voice speaks each language of a request (docs/languages.md). A language left
     unset, or whose voice is missing or does not fit `limits.memory_mb`, falls back along its
-    chain: zh kokoro:zm_yunjian, espeak:cmn; ja kokoro:jf_alpha, espeak:ja; yue espeak:yue;
-    ko espeak:ko; en voice.name, espeak:en-us."""
+    chain: zh kokoro:zm_yunjian, espeak:cmn; ja kokoro:jf_alpha, espeak:ja;
+    yue kokoro:jm_kumo(7)+zm_yunjian(3)@yue, kokoro:jm_kumo@yue, espeak:yue;
+    ko kokoro:jm_kumo@ko, espeak:ko; en voice.name, espeak:en-us."""
 
     han: Literal["zh", "yue", "ja"] = "zh"
     """What Han text without Kana is: Mandarin (zh), Cantonese (yue) or Japanese (ja)."""

