@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from edged.config import parse_config
 from edged.synthesis.route import NEURAL, YUE_MIX, Router
 from edged.voice import LoadedVoices, VoiceError
 from edged.voice.kokoro import assets
+from tests.harness.http_daemon import HttpDaemon
 
 
 @pytest.mark.parametrize(("name", "style", "language", "weights"), [
@@ -45,6 +47,7 @@ def test_mix_names(name: str, style: str, language: str,
     ("jm_kumo+jm_kumo(2)", "jm_kumo is named twice"),
     ("jm_kumo(0)+zm_yunjian(0)@yue", "the weights add up to 0"),
     ("jm_kumo(7)+zm_yunjian(3)@fr", "edged speaks Kokoro's"),
+    ("jm_kumo(7) zm_yunjian(3)@yue", "arrives as a space: write it %2B"),
 ])
 def test_bad_mixes_are_refused_with_the_reason(name: str, problem: str) -> None:
     with pytest.raises(VoiceError, match=re.escape(f"voice kokoro:{name}: ") + ".*" + problem):
@@ -125,3 +128,15 @@ def test_cantonese_speaks_with_the_mix_and_without_the_pulled_style_with_jm_kumo
     assert len(mixed) > 0.8 * 24000 and np.sqrt(np.mean(mixed.astype(np.float64) ** 2)) > 300
     assert with_mix.fingerprint != alone.fingerprint  # cached audio keyed apart
     assert len(mixed) != len(plain) or not np.array_equal(mixed, plain)
+
+
+def test_a_mix_typed_into_an_address_bar_is_told_how_to_write_its_plus(
+        make_http: Callable[..., HttpDaemon]) -> None:
+    """GET /api/tts?voice=kokoro:jm_kumo(7)+zm_yunjian(3)@yue as typed: the query string turns
+    the + into a space, and the 400 says so (rather than only that the name is not a style)."""
+    http = make_http()
+    with http.client() as client:
+        typed = client.get("/api/tts?text=%E4%BD%A0%E5%A5%BD&voice=kokoro:jm_kumo(7)"
+                           "+zm_yunjian(3)@yue")
+    assert typed.status_code == 400
+    assert "write it %2B" in typed.json()["error"], typed.json()

@@ -54,6 +54,10 @@ def voice(value: object, known: Collection[str] | None) -> str:
     if not isinstance(value, str):
         raise RequestError(f"voice must be a string, got {kind(value)}")
     if known is not None and value not in known:
+        if value.replace(" ", "+") in known:  # a mix of Kokoro styles, typed into a URL
+            raise RequestError(f"unknown voice {short(value)}: did you mean "
+                               f"{value.replace(' ', '+')}? A + in a URL's query string arrives "
+                               f"as a space: write it %2B")
         names = ", ".join(sorted(known)) or "none"
         raise RequestError(f"unknown voice {short(value)}; configured voices: {names}")
     return value

@@ -64,7 +64,9 @@ def split_name(name: str) -> tuple[str, str]:
         raise VoiceError(f"voice kokoro:{name}: edged speaks Kokoro's Japanese (j*), Mandarin (z*) "
                          f"and English (a*, b*) voices, any style with @ko or @yue "
                          f"(kokoro:af_heart@ko), and mixes of at most {MAX_MIX} styles "
-                         f"(kokoro:jm_kumo(7)+zm_yunjian(3)@yue)")
+                         f"(kokoro:jm_kumo(7)+zm_yunjian(3)@yue)" + (
+                             "; a + in a URL's query string arrives as a space: write it %2B"
+                             if " " in name else ""))
     return style, language
 
 
