@@ -25,7 +25,8 @@ SETS = REPO / "tests" / "data" / "intelligibility"
 LINES = 6
 # language -> (what is scored, bound). Measured on these lines (dev set, first 6; mixed: first
 # 4 of each kind) with the default voices (bench/results/intelligibility-dev.json's run): en WER
-# 0.021, zh CER 0.105, ja 0.165, ko 0.071, yue toneless Jyutping 0.486, zh+en CJK part 0.167,
+# 0.021, zh CER 0.105, ja 0.165, ko 0.071, yue toneless Jyutping 0.486 (jm_kumo alone; stop 39's
+# mix with zm_yunjian scores 0.428 against 0.496 on the whole dev set), zh+en CJK part 0.167,
 # ja+en 0.136. The bound adds about three times the judge's noise on 30-95 tokens (and Piper's
 # noise for English); espeak-ng, what a broken Kokoro voice falls back to, scores 0.6-0.9 on
 # each (yue 0.81), so a fallback fails here.

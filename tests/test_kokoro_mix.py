@@ -140,3 +140,28 @@ def test_a_mix_typed_into_an_address_bar_is_told_how_to_write_its_plus(
                            "+zm_yunjian(3)@yue")
     assert typed.status_code == 400
     assert "write it %2B" in typed.json()["error"], typed.json()
+
+
+def test_edged_voices_keeps_its_columns_for_a_long_name(tmp_path: Path,
+                                                        tiny_voice_path: Path) -> None:
+    """A name longer than the NAME column (a mix's, or a long voice file's, as here) widens the
+    column for every row rather than pushing its own row's LANG out of line."""
+    import shutil
+    import subprocess
+    import sys
+
+    long_name = "xx_XX-a-voice-name-longer-than-the-column-medium"
+    folder = tmp_path / "voices"
+    folder.mkdir()
+    shutil.copy(tiny_voice_path, folder / f"{long_name}.onnx")
+    shutil.copy(f"{tiny_voice_path}.json", folder / f"{long_name}.onnx.json")
+    config = tmp_path / "edged.yaml"
+    config.write_text(f"voice:\n  dirs: [{folder}]\ncache:\n  dir: {tmp_path / 'cache'}\n")
+    r = subprocess.run([sys.executable, "-m", "edged", "voices", "-c", str(config)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    header, *lines = r.stdout.splitlines()
+    rows = [line for line in lines if line[:1] in "* " and line[1:2].strip()]
+    assert any(long_name in row for row in rows), r.stdout
+    column = header.index("LANG")
+    assert all(row[column - 1] == " " and row[column] != " " for row in rows), r.stdout

@@ -64,18 +64,20 @@ def add_parser(sub: Subparsers) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    print(f"{'NAME':32} {'LANG':5} {'BACKEND':8} {'RATE':>6} {'SPEAKERS':>8}  SOURCE")
-    for v in voice_listings(config):
+    listings = voice_listings(config)
+    width = max([31, *(len(v.name) for v in listings)])  # a mix's name is longer than most
+    print(f"{'NAME':{width + 1}} {'LANG':5} {'BACKEND':8} {'RATE':>6} {'SPEAKERS':>8}  SOURCE")
+    for v in listings:
         mark = "*" if v.name == config.voice.name else " "
         code = locale_language(v.language or "en")
         shown = f"{v.source} ({v.language})" if v.backend == "piper" else v.source
-        print(f"{mark}{v.name:31} {code:5} {v.backend:8} {v.rate_hz:>6} {v.num_speakers:>8}  "
-              f"{shown}")
+        print(f"{mark}{v.name:{width}} {code:5} {v.backend:8} {v.rate_hz:>6} "
+              f"{v.num_speakers:>8}  {shown}")
         if v.speakers:
-            print(f"{'':33}speakers: {', '.join(v.speakers[:20])}")
+            print(f"{'':{width + 2}}speakers: {', '.join(v.speakers[:20])}")
         licence = v.licence or "not in models/voices.yaml: see the voice's source"
         credit = f"; credit: {v.credit}" if v.credit else ""
-        print(f"{'':33}licence: {licence}{credit}")
+        print(f"{'':{width + 2}}licence: {licence}{credit}")
     return 0
 
 
