@@ -156,8 +156,16 @@ def fuzz(make_daemon: Callable[..., DaemonProc], watcher: Watcher, count: int) -
     assert after[0] <= fds and after[1] <= threads, f"seed {seed}: {after} > {(fds, threads)}"
     assert _synthesize(port) == ["audio-start", "audio-chunk", "audio-stop"], f"seed {seed}"
     log = daemon.log_text()
-    bad = [line for line in log.splitlines() if any(b in line for b in _BAD_LOG)]
-    assert bad == [], f"seed {seed}: {bad[:5]}\n{log[-4000:]}"
+    assert not any(b in log for b in _BAD_LOG), f"seed {seed}:\n{_around_bad(log)}"
+
+
+def _around_bad(log: str, after: int = 40) -> str:
+    """Each bad line of the log with what follows it (a traceback's frames and its error),
+    not the log's tail, where a traceback early in a long run would not be."""
+    lines = log.splitlines()
+    marks = [i for i, line in enumerate(lines) if any(b in line for b in _BAD_LOG)]
+    blocks = ["\n".join(lines[max(0, i - 3):i + after]) for i in marks[:3]]
+    return f"{len(marks)} bad lines; the first {len(blocks)}:\n" + "\n----\n".join(blocks)
 
 
 def test_wyoming_fuzz_few_hundred(make_daemon: Callable[..., DaemonProc],
