@@ -139,6 +139,7 @@ def test_a_piece_run_through_both_parts_is_the_decoders_and_a_window_starts_from
 def test_a_split_models_head_and_rest_come_from_one_front_of_the_whole_piece(work: Path) -> None:
     _, apart, windowed = _packed_decoder(work)
     feeds = _probe(20, 4)
+    feeds[_FEATURES][..., 1] *= 10  # the piece's peak in the head: a rest alone normalizes apart
 
     # the encoder's part is not under test: a graph that hands on the packed piece it is fed
     onnx.save(helper.make_model(helper.make_graph(
@@ -155,7 +156,10 @@ def test_a_split_models_head_and_rest_come_from_one_front_of_the_whole_piece(wor
     assert [len(p) for p in parts] == [6 * _HOP, 14 * _HOP]
     front = apart.front({PACKED: _packed(feeds, windowed), "style": feeds["style"]})
     assert np.array_equal(parts[0], apart.generate(front, 0, 8)[:6 * _HOP])
-    assert np.array_equal(parts[1], apart.generate(front, 4, 20)[2 * _HOP:])
+    # the rest is the whole piece's audio from the head on, not a window normalized apart
+    whole = apart.run(None, {PACKED: _packed(feeds, windowed), "style": feeds["style"]})[0]
+    assert np.array_equal(parts[1], whole.reshape(-1)[6 * _HOP:])
+    assert not np.allclose(parts[1], apart.generate(front, 4, 20)[2 * _HOP:], rtol=1e-3)
 
 
 # ----------------------------------------------------------------- the head sized as measured
@@ -179,9 +183,26 @@ def test_the_head_follows_the_decoder_speed_measured_here_once_there_is_one() ->
     pace.observe(100, 0.66)  # idle now: 6.6 ms a frame
     idle = model.head_frames(150, pace=pace)
     assert FIRST_WINDOW_FRAMES <= idle < model.head_frames(150)
+    pace.observe(100, 1.0)  # busier: the head grows so that the piece is decoded in its time
+    busier = model.head_frames(150, pace=pace)
+    assert idle < busier < 150
     for _ in range(20):
-        pace.observe(100, 3.0)  # a board under load: the head grows so the rest is in time
-    assert model.head_frames(150, pace=pace) > model.head_frames(150)
+        pace.observe(100, 3.0)  # a board under load (or a Pi): no head, the piece whole
+    assert model.head_frames(150, pace=pace) == 150
+
+
+def test_a_head_lasts_while_the_whole_piece_is_decoded_after_it() -> None:
+    """No gap after the head: its audio (25 ms a frame) covers the whole piece's decoder call
+    (the margin included), and it is never shorter than FIRST_WINDOW_FRAMES."""
+    from edged.voice.kokoro.prepared import _MARGIN, HEAD_AT_MOST
+
+    model = PreparedKokoro(Path("unused"), (), (), hop=600, pad=8, kb_per_frame=450.0,
+                           s_per_frame=0.0066)
+    for frames in (20, 60, 150, 400):
+        head = model.head_frames(frames)
+        assert head >= FIRST_WINDOW_FRAMES or head == frames
+        assert head * 0.025 >= frames * 0.0066 * _MARGIN
+        assert head <= max(FIRST_WINDOW_FRAMES, frames * HEAD_AT_MOST + 1) or head == frames
 
 
 def test_the_decoders_calls_are_timed_into_its_pace(work: Path) -> None:

@@ -60,12 +60,13 @@ class VoiceConfig:
     windows hold less memory (about 190 KB a frame, with 24 frames of context) and cost more
     CPU (the context is decoded twice)."""
     kokoro_head_window: bool = False
-    """Kokoro (prepared): decode the first piece's head apart, sized so that its audio lasts
-    while the rest is decoded, so the first words come sooner (docs/languages.md, "Prepared
-    Kokoro": median first audio about 1.0 -> 0.45 s here). The decoder's front runs on the whole
-    piece and only its generator on the head, so the judge hears Japanese as the whole piece and
-    Mandarin at the edge of its noise; off by default because the head comes out quieter than the
-    rest (English predicted MOS 4.44 -> 4.27). `edged say -o FILE` never uses it."""
+    """Kokoro (prepared): decode the first piece's head apart, then the whole piece, whose audio
+    follows the head from where it ends, so the first words come sooner (docs/languages.md,
+    "Prepared Kokoro": median first audio about 0.7 -> 0.3 s here). The head is sized so that its
+    audio lasts while the whole piece is decoded; a decoder too slow for a head of at most half
+    the piece (a Pi) decodes pieces whole. Only the head differs from the whole piece (its
+    generator normalizes over the head alone: 2-3 dB quieter), and the judge and distillmos hear
+    the lines a little worse with it, so it is off by default. `edged say -o FILE` never uses it."""
     memory_arena: bool = True
     """ONNX Runtime's arena: memory an inference took is kept for the next one. false: it goes
     back to the system when the inference ends (large blocks are unmapped when freed, at most two

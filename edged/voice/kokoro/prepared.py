@@ -51,6 +51,8 @@ FIRST_WINDOW_FRAMES: Final = 12
 """A head of at least 0.3 s of audio (a frame is 25 ms)."""
 _MARGIN: Final = 1.5
 """On the decoder's measured speed, for the load of a busy daemon."""
+HEAD_AT_MOST: Final = 0.5
+"""The largest share of its first piece a head may take; a slower decoder decodes pieces whole."""
 TAPS_PER_PRODUCT: Final = 4
 """The decoder's integer convolutions as matrix products (prepare/intconv.py) take this many
 kernel taps side by side in one product: the decoder, bit-identical either way, ran about a
@@ -112,16 +114,17 @@ class PreparedKokoro:
                           if head_window else None)
 
     def head_frames(self, frames: int, threads: int = 2, pace: Pace | None = None) -> int:
-        """The head of a first piece of `frames`: the shortest whose audio lasts while the rest
-        of the piece is decoded (no gap after it, with a margin for a busy daemon), at least
+        """The head of a first piece of `frames`: the shortest whose audio lasts while the whole
+        piece is decoded after it (no gap, with a margin for a busy daemon), at least
         FIRST_WINDOW_FRAMES; the decoder's speed as `pace` measured it in this process once it
-        has, else as the preparer did. The rest is one call: windows of it were heard worse
-        still (every window normalized apart: Mandarin CER 0.075 -> 0.153). A shorter head is
-        heard better: distillmos, English dev set, heads of 20 % of the piece / about a third
-        (sized so on this machine, idle) / 45 % / 60 %: 4.46 / 4.43 / 4.33 / 4.26 (whole 4.44)."""
+        has, else as the preparer did. `frames` (no head: the piece whole) when that head would be
+        over HEAD_AT_MOST of the piece: a decoder that slow (a Pi) saves little first-audio time
+        with it and decodes the head's frames twice."""
         per_frame = (pace or self.pace(threads)).s_per_frame * _MARGIN
         ratio = per_frame / (self.hop / RATE_HZ)  # decoder seconds per second of audio
-        return max(FIRST_WINDOW_FRAMES, math.ceil(frames * ratio / (1 + ratio)) + self.pad)
+        if ratio > HEAD_AT_MOST:
+            return frames
+        return min(frames, max(FIRST_WINDOW_FRAMES, math.ceil(frames * ratio)))
 
     def describe(self) -> str:
         convs = ", convolutions as matrix products" if self.decoder_rewrite == "intconv" else ""

@@ -269,8 +269,9 @@ def load_kokoro(name: str, *, cache_dir: Path, dirs: Sequence[Path], threads: in
     model = shared_model(path, threads, prepared, head_window, sleep_after_s)
     versions = ",".join([kokoro_g2p.VERSIONS[language]] + [
         f"{p}={_version(p)}" for p in kokoro_g2p.PACKAGES[language]])
-    # A head is normalized apart (split.py): its audio is not the whole graph's.
-    how = ":head" if model.split is not None and head_window else ""
+    # A head is normalized apart (split.py): its audio is not the whole graph's. ":rest-whole":
+    # since stop 40 the rest is the whole piece's audio, so a phrase cached before is not reused.
+    how = ":head:rest-whole" if model.split is not None and head_window else ""
     fingerprint = hashlib.sha256(
         f"kokoro:{model_sha}{how}:{style_sha}:{versions}".encode()).hexdigest()
     return KokoroVoice(name, model, style, fingerprint=fingerprint,

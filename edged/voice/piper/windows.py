@@ -133,9 +133,9 @@ class SplitModel:
         self.pad = pad
         self.largest = largest
         self.head = head
-        """Instead of windows: a first piece of n frames as its head (of `head(n)` frames) and
-        the rest in one call, every other piece whole (Kokoro, whose decoder normalizes over what
-        it is given: prepared.py there)."""
+        """Instead of windows: a first piece of n frames as its head (of `head(n)` frames), then
+        the whole piece in one call whose audio from the head on follows it; every other piece
+        whole (Kokoro, whose decoder normalizes over what it is given: prepared.py there)."""
         self.input_names = frozenset(i.name for i in encoder.get_inputs())
 
     def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
@@ -246,9 +246,12 @@ class SplitModel:
     def _decode(self, encoded: _Encoded, start: int, end: int, last: bool,
                 front: dict[str, np.ndarray] | None = None) -> Decoded:
         if front is not None:
-            lo, hi = max(0, start - self.pad), min(encoded.frames, end + self.pad)
-            audio = self._decoder.generate(front, lo, hi)[(start - lo) * self.hop:
-                                                          (end - lo) * self.hop]
+            # A Kokoro head: its frames and their context. The rest: the generator on the whole
+            # piece, so that from the head on it is the whole piece's audio, to the sample (its
+            # generator normalizes over what it is given: a rest alone came out 1-3 dB louder
+            # than the piece, and 4-7 dB above the head where they met).
+            hi = encoded.frames if last else min(encoded.frames, end + self.pad)
+            audio = self._decoder.generate(front, 0, hi)[start * self.hop:end * self.hop]
             return Decoded(encoded.index, audio, last)
         audio = decode_window(self._decoder, self._latent, encoded.latent, encoded.extra,
                               start - encoded.offset, end - encoded.offset, hop=self.hop,
