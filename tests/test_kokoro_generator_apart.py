@@ -20,7 +20,7 @@ from edged.voice.kokoro.generator import split_at_generator
 from edged.voice.kokoro.packing import PACKED, GeneratorApart, Pace, PackedDecoder, Windowed
 from edged.voice.kokoro.prepared import FIRST_WINDOW_FRAMES, PreparedKokoro
 from edged.voice.onnx import open_session
-from edged.voice.piper.windows import SplitModel
+from edged.voice.piper.windows import SplitModel, spread
 
 _HOP = 4
 _FEATURES = "/encoder/features"
@@ -136,21 +136,23 @@ def test_a_piece_run_through_both_parts_is_the_decoders_and_a_window_starts_from
     assert not np.allclose(window, alone, rtol=1e-3)  # the front normalized the window alone
 
 
-def test_a_split_models_head_and_rest_come_from_one_front_of_the_whole_piece(work: Path) -> None:
-    _, apart, windowed = _packed_decoder(work)
-    feeds = _probe(20, 4)
-    feeds[_FEATURES][..., 1] *= 10  # the piece's peak in the head: a rest alone normalizes apart
-
-    # the encoder's part is not under test: a graph that hands on the packed piece it is fed
+def _identity_encoder(work: Path) -> object:
+    """The encoder's part is not under test: a graph that hands on the packed piece it is fed."""
     onnx.save(helper.make_model(helper.make_graph(
         [helper.make_node("Identity", ["given"], [PACKED])], "encoder",
         [helper.make_tensor_value_info("given", TensorProto.FLOAT, [1, 5, "T"]),
          helper.make_tensor_value_info("style", TensorProto.FLOAT, [1, 3])],
         [helper.make_tensor_value_info(PACKED, TensorProto.FLOAT, [1, 5, "T"])]),
         opset_imports=[helper.make_opsetid("", 18)]), str(work / "encoder.onnx"))
-    encoder = open_session(work / "encoder.onnx", 1)
-    model = SplitModel(encoder, apart, latent=PACKED, extra_inputs=("style",), hop=_HOP, pad=2,
-                       largest=1 << 30, head=lambda frames: 6)
+    return open_session(work / "encoder.onnx", 1)
+
+
+def test_a_split_models_head_and_rest_come_from_one_front_of_the_whole_piece(work: Path) -> None:
+    _, apart, windowed = _packed_decoder(work)
+    feeds = _probe(20, 4)
+    feeds[_FEATURES][..., 1] *= 10  # the piece's peak in the head: a rest alone normalizes apart
+    model = SplitModel(_identity_encoder(work), apart, latent=PACKED, extra_inputs=("style",),
+                       hop=_HOP, pad=2, largest=1 << 30, head=lambda frames: 6)
     parts = [d.samples for d in model.stream([{"given": _packed(feeds, windowed),
                                                 "style": feeds["style"]}])]
     assert [len(p) for p in parts] == [6 * _HOP, 14 * _HOP]
@@ -160,6 +162,33 @@ def test_a_split_models_head_and_rest_come_from_one_front_of_the_whole_piece(wor
     whole = apart.run(None, {PACKED: _packed(feeds, windowed), "style": feeds["style"]})[0]
     assert np.array_equal(parts[1], whole.reshape(-1)[6 * _HOP:])
     assert not np.allclose(parts[1], apart.generate(front, 4, 20)[2 * _HOP:], rtol=1e-3)
+
+
+def test_frames_of_the_rest_spread_into_the_heads_call_let_it_normalize_as_the_piece(
+        work: Path) -> None:
+    """The toy generator normalizes by each channel's peak over what it is given: with the piece's
+    peak in its last frame, a head alone is scaled otherwise than the whole piece, and a head
+    whose call also decodes frames spread over the rest (the last one among them) is the whole
+    piece's head."""
+    _, apart, windowed = _packed_decoder(work)
+    feeds = _probe(20, 4)
+    feeds[_FEATURES][..., 19] = 10.0
+    given = {"given": _packed(feeds, windowed), "style": feeds["style"]}
+    model = SplitModel(_identity_encoder(work), apart, latent=PACKED, extra_inputs=("style",),
+                       hop=_HOP, pad=2, largest=1 << 30, head=lambda frames: 6, head_samples=4)
+    parts = [d.samples for d in model.stream([given])]
+    whole = apart.run(None, {PACKED: given["given"], "style": given["style"]})[0].reshape(-1)
+    front = apart.front({PACKED: given["given"], "style": given["style"]})
+    assert [len(p) for p in parts] == [6 * _HOP, 14 * _HOP]
+    assert np.allclose(parts[0], whole[:6 * _HOP], rtol=1e-6)
+    assert not np.allclose(apart.generate(front, 0, 8)[:6 * _HOP], whole[:6 * _HOP], rtol=1e-3)
+    assert np.array_equal(parts[1], whole[6 * _HOP:])
+
+
+def test_frames_are_spread_evenly_first_and_last_included() -> None:
+    assert spread(8, 20, 4) == (8, 12, 15, 19)
+    assert spread(8, 11, 4) == (8, 9, 10)  # no more frames than asked: all of them
+    assert spread(5, 5, 4) == ()
 
 
 # ----------------------------------------------------------------- the head sized as measured
@@ -203,6 +232,9 @@ def test_a_head_lasts_while_the_whole_piece_is_decoded_after_it() -> None:
         assert head >= FIRST_WINDOW_FRAMES or head == frames
         assert head * 0.025 >= frames * 0.0066 * _MARGIN
         assert head <= max(FIRST_WINDOW_FRAMES, frames * HEAD_AT_MOST + 1) or head == frames
+    # a head whose call (context and sampled frames) would be as long as the piece: none
+    assert model.head_frames(40) == 40
+    assert model.head_frames(60) < 60
 
 
 def test_the_decoders_calls_are_timed_into_its_pace(work: Path) -> None:

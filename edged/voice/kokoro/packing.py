@@ -159,15 +159,26 @@ class PackedDecoder:
     def apart(self) -> bool:
         return self._apart is not None
 
-    def generate(self, front: dict[str, np.ndarray], lo: int, hi: int) -> np.ndarray:
-        """The generator on frames [lo, hi) of a piece's `front`: that window's samples."""
+    def generate(self, front: dict[str, np.ndarray], lo: int, hi: int,
+                 also: Sequence[int] = ()) -> np.ndarray:
+        """The generator on frames [lo, hi) of a piece's `front`: that window's samples. `also`:
+        single frames of the piece appended to the call, so that its normalization sees more of
+        the piece than the window; their samples follow the window's (the caller drops them)."""
         assert self._apart is not None
         timed = self._apart.timed
-        feeds = {name: timed[name].cut(value, lo, hi) if name in timed else value
+        spans = [(lo, hi), *((f, f + 1) for f in also)]
+
+        def cut(name: str, value: np.ndarray) -> np.ndarray:
+            w = timed[name]
+            if len(spans) == 1:
+                return w.cut(value, lo, hi)
+            return np.concatenate([w.cut(value, a, b) for a, b in spans], axis=w.axis)
+
+        feeds = {name: cut(name, value) if name in timed else value
                  for name, value in front.items()}
         start = time.perf_counter()
         audio = np.asarray(self._apart.generator.run(None, feeds)[0]).reshape(-1)
-        self._timed(hi - lo, start)
+        self._timed(hi - lo + len(also), start)
         return audio
 
     def _inputs(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -53,6 +53,14 @@ _MARGIN: Final = 1.5
 """On the decoder's measured speed, for the load of a busy daemon."""
 HEAD_AT_MOST: Final = 0.5
 """The largest share of its first piece a head may take; a slower decoder decodes pieces whole."""
+HEAD_SAMPLED_FRAMES: Final = 24
+"""Frames of the rest of the first piece, evenly spread, decoded with its head (and dropped), so
+that the head's generator normalizes over a sample of the whole piece: its level and sound come
+close to the whole piece's (band distance of the head's frames, dev lines zh / ja / en: 2.87 /
+3.12 / 2.18 dB alone, 1.69 / 1.24 / 1.05 with 24 such frames, 2.0 / 1.66 / 1.27 with 16; 24
+frames as 3 runs of 8 the same), and distillmos rates the lines as whole pieces
+(docs/languages.md, "Prepared Kokoro"). They cost first audio 24 frames of the decoder (0.1 s
+here)."""
 TAPS_PER_PRODUCT: Final = 4
 """The decoder's integer convolutions as matrix products (prepare/intconv.py) take this many
 kernel taps side by side in one product: the decoder, bit-identical either way, ran about a
@@ -111,20 +119,22 @@ class PreparedKokoro:
                           latent=PACKED, extra_inputs=self.extra_inputs, hop=self.hop,
                           pad=self.pad, largest=_WHOLE,
                           head=partial(self.head_frames, threads=threads, pace=pace)
-                          if head_window else None)
+                          if head_window else None, head_samples=HEAD_SAMPLED_FRAMES)
 
     def head_frames(self, frames: int, threads: int = 2, pace: Pace | None = None) -> int:
         """The head of a first piece of `frames`: the shortest whose audio lasts while the whole
         piece is decoded after it (no gap, with a margin for a busy daemon), at least
         FIRST_WINDOW_FRAMES; the decoder's speed as `pace` measured it in this process once it
         has, else as the preparer did. `frames` (no head: the piece whole) when that head would be
-        over HEAD_AT_MOST of the piece: a decoder that slow (a Pi) saves little first-audio time
-        with it and decodes the head's frames twice."""
+        over HEAD_AT_MOST of the piece (a decoder that slow, a Pi, saves little first-audio time
+        with it and decodes the head's frames twice), or its call, with its context and
+        HEAD_SAMPLED_FRAMES, about as long as the piece's."""
         per_frame = (pace or self.pace(threads)).s_per_frame * _MARGIN
         ratio = per_frame / (self.hop / RATE_HZ)  # decoder seconds per second of audio
-        if ratio > HEAD_AT_MOST:
-            return frames
-        return min(frames, max(FIRST_WINDOW_FRAMES, math.ceil(frames * ratio)))
+        head = max(FIRST_WINDOW_FRAMES, math.ceil(frames * ratio))
+        if ratio > HEAD_AT_MOST or head + self.pad + HEAD_SAMPLED_FRAMES >= frames:
+            return frames  # its call would be about as long as the piece's
+        return head
 
     def describe(self) -> str:
         convs = ", convolutions as matrix products" if self.decoder_rewrite == "intconv" else ""

@@ -46,7 +46,7 @@ from ..piper.prepared import StatusLine
 from ..piper.sleep import SleepingModel
 from ..settings import SynthesisSettings
 from . import assets as kokoro_assets
-from .prepared import PreparedKokoro, ensure_prepared
+from .prepared import HEAD_SAMPLED_FRAMES, PreparedKokoro, ensure_prepared
 
 _LOGGER = logging.getLogger(__name__)
 RATE_HZ: Final = 24000
@@ -269,9 +269,10 @@ def load_kokoro(name: str, *, cache_dir: Path, dirs: Sequence[Path], threads: in
     model = shared_model(path, threads, prepared, head_window, sleep_after_s)
     versions = ",".join([kokoro_g2p.VERSIONS[language]] + [
         f"{p}={_version(p)}" for p in kokoro_g2p.PACKAGES[language]])
-    # A head is normalized apart (split.py): its audio is not the whole graph's. ":rest-whole":
-    # since stop 40 the rest is the whole piece's audio, so a phrase cached before is not reused.
-    how = ":head:rest-whole" if model.split is not None and head_window else ""
+    # A head is normalized apart (split.py): its audio is not the whole graph's. Since stop 40 the
+    # rest is the whole piece's and the head decodes sampled frames too: named, so that a phrase
+    # cached before is not reused.
+    how = f":head:rest-whole:{HEAD_SAMPLED_FRAMES}" if model.split is not None and head_window else ""
     fingerprint = hashlib.sha256(
         f"kokoro:{model_sha}{how}:{style_sha}:{versions}".encode()).hexdigest()
     return KokoroVoice(name, model, style, fingerprint=fingerprint,

@@ -123,7 +123,7 @@ class SplitModel:
     def __init__(self, encoder: Any, decoder: Any, *, latent: str, extra_inputs: tuple[str, ...],
                  hop: int, pad: int, largest: int = DECODE_WINDOW_FRAMES,
                  flow: FlowPart | None = None,
-                 head: Callable[[int], int] | None = None) -> None:
+                 head: Callable[[int], int] | None = None, head_samples: int = 0) -> None:
         self._encoder = encoder
         self._decoder = decoder
         self._latent = latent
@@ -136,6 +136,9 @@ class SplitModel:
         """Instead of windows: a first piece of n frames as its head (of `head(n)` frames), then
         the whole piece in one call whose audio from the head on follows it; every other piece
         whole (Kokoro, whose decoder normalizes over what it is given: prepared.py there)."""
+        self.head_samples = head_samples
+        """Frames of the rest of the piece, evenly spread, that the head's call decodes too (and
+        drops), so that it normalizes over a sample of the whole piece."""
         self.input_names = frozenset(i.name for i in encoder.get_inputs())
 
     def reclaim(self, feeds: dict[str, np.ndarray]) -> None:
@@ -251,12 +254,21 @@ class SplitModel:
             # generator normalizes over what it is given: a rest alone came out 1-3 dB louder
             # than the piece, and 4-7 dB above the head where they met).
             hi = encoded.frames if last else min(encoded.frames, end + self.pad)
-            audio = self._decoder.generate(front, 0, hi)[start * self.hop:end * self.hop]
+            also = () if last else spread(hi, encoded.frames, self.head_samples)
+            audio = self._decoder.generate(front, 0, hi, also)[start * self.hop:end * self.hop]
             return Decoded(encoded.index, audio, last)
         audio = decode_window(self._decoder, self._latent, encoded.latent, encoded.extra,
                               start - encoded.offset, end - encoded.offset, hop=self.hop,
                               pad=self.pad)
         return Decoded(encoded.index, audio, last)
+
+
+def spread(lo: int, hi: int, count: int) -> tuple[int, ...]:
+    """`count` frames evenly spread over [lo, hi), first and last included (all of them when
+    there are no more)."""
+    if hi - lo <= count:
+        return tuple(range(lo, hi))
+    return tuple(int(f) for f in np.linspace(lo, hi - 1, count).round())
 
 
 def decode_window(decoder: Any, latent_name: str, latent: np.ndarray, extra: dict[str, np.ndarray],
