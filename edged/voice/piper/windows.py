@@ -251,7 +251,7 @@ class SplitModel:
         if front is not None:
             # A Kokoro head: its frames and their context. The rest: the generator on the whole
             # piece, so that from the head on it is the whole piece's audio, to the sample (its
-            # generator normalizes over what it is given: a rest alone came out 1-3 dB louder
+            # generator normalizes over what it is given: a rest alone came out 0.6-2 dB louder
             # than the piece, and 4-7 dB above the head where they met).
             hi = encoded.frames if last else min(encoded.frames, end + self.pad)
             also = () if last else spread(hi, encoded.frames, self.head_samples)
