@@ -291,3 +291,47 @@ def test_the_model_is_prepared_ahead_only_where_a_kokoro_voice_fits(tmp_path: Pa
     ready = prepare_ahead(tmp_path, lambda name: None)
     assert ready is not None and (ready.folder / "manifest.json").is_file()
     assert list((tmp_path / "frontend").glob("jieba-*/index.json"))  # make test-long has edged[zh]
+
+
+@pytest.mark.long
+def test_a_critical_stream_stops_a_kokoro_piece_which_is_decoded_again_after_it(
+        prepared: Any) -> None:
+    """A Kokoro piece is one decoder call (1-2 s here, several on a Pi): a critical stream
+    submitted while a worker is in one stops it (voice/preempt.py), has its chunks made first,
+    and the piece is decoded again after it: the same audio as made alone, to the sample."""
+    import threading
+
+    from edged.synthesis import Scheduler
+    from edged.voice.kokoro import assets
+    from edged.voice.kokoro.voice import KokoroModel, KokoroVoice
+
+    path, model = prepared
+    style, _ = assets.load_style("jf_alpha", [])
+    voice = KokoroVoice("jf_alpha", KokoroModel(path, 2, model), style, fingerprint="test")
+    long_line, alarm_line = "".join(_LINES), "火災です。すぐに避難してください。"
+    alone = {line: voice.synthesize(line).samples for line in (long_line, alarm_line)}
+    log: list[str] = []
+    in_step = threading.Event()
+
+    def steps(line: str, label: str, signal: threading.Event | None = None) -> Any:
+        def made(lanes: Any) -> Any:
+            if signal is not None:
+                signal.set()
+            for chunk in voice.stream(line, None, lanes):
+                log.append(label)
+                yield chunk
+        return made
+
+    scheduler = Scheduler(1, {"http": 1, "announcer": 1})
+    scheduler.start()
+    try:
+        other = scheduler.submit(steps(long_line, "other", in_step), rank=3, source="http")
+        in_step.wait(timeout=60)
+        alarm = scheduler.submit(steps(alarm_line, "alarm"), rank=0, source="announcer")
+        alarm_audio = np.concatenate([c.samples for c in alarm])
+        other_audio = np.concatenate([c.samples for c in other])
+    finally:
+        scheduler.stop()
+    assert log[0] == "alarm" and scheduler.stopped_calls >= 1, log
+    assert np.array_equal(alarm_audio, alone[alarm_line])
+    assert np.array_equal(other_audio, alone[long_line])

@@ -6,8 +6,11 @@ step at a time, and hand the audio out as streams.
     for chunk in stream: play / publish         ◄──  next(steps): one encoder run and window, or one
     stream.close()  (early: dropped, no wait)        more window; up to `depth` chunks ahead
 
-- A step is one decoder window of a prepared voice (one piece of an unprepared one), so a critical
-  announcement waits for at most one step of other work before a worker takes it up.
+- A step is one decoder window of a prepared voice (one piece of an unprepared one, or of
+  Kokoro). A critical announcement does not wait for other work's steps to end: the workers
+  running them stop their inference at its next node (voice/preempt.py), make the critical
+  stream's work, then run the stopped inference again. Until its first chunk every such worker
+  is stopped; after it, one, when the critical stream has no chunk ahead and no worker is free.
 - Per source, at most `max_streams` streams are open at once; one more is refused at once with
   `Busy` (a source that queues, like MQTT's announcement queue, does so in front of this). A
   stream holds its slot until it ends or its consumer closes it.
@@ -32,7 +35,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Final
 
 from ..audio import Audio
+from ..voice import preempt
 from ..voice.lanes import Claimable, Lanes
+from ..voice.preempt import CutIn
 
 _LOGGER = logging.getLogger(__name__)
 Steps = Callable[[Lanes | None], Iterator[Audio]]
@@ -120,6 +125,10 @@ class Scheduler:
         self._cond = threading.Condition()
         self._streams: list[AudioStream] = []
         self._jobs: list[tuple[AudioStream, Claimable]] = []
+        self._busy: dict[CutIn, int] = {}
+        """The rank of the work each busy worker runs."""
+        self.stopped_calls = 0
+        """Inferences of other work stopped for a critical stream (to run again after it)."""
         self._open: Counter[str] = Counter()
         self._seq = 0
         self._stopping = False
@@ -158,6 +167,8 @@ class Scheduler:
             stream = AudioStream(self, steps, rank, source, self._seq)
             self._streams.append(stream)
             self._open[source] += 1
+            if rank == URGENT:
+                self._cut_in()
             self._cond.notify_all()
             return stream
 
@@ -180,6 +191,8 @@ class Scheduler:
                 self._cond.wait()
             if stream.items:
                 item = stream.items.popleft()
+                if stream.rank == URGENT:
+                    self._cut_in()
                 self._cond.notify_all()  # room for one more: a worker may go on
                 return item
             if stream.error is not None and not stream.closed:
@@ -207,26 +220,33 @@ class Scheduler:
     # -- workers -----------------------------------------------------------------------------
 
     def _work(self) -> None:
+        cut_in = CutIn(self._serve)
+        preempt.attach(cut_in)
         while True:
             with self._cond:
-                chosen = self._wait_for_work()
+                self._busy.pop(cut_in, None)
+                cut_in.clear()
+                chosen = self._wait_for_work(cut_in)
                 if self._stopping:
                     return
-            if chosen is None:
-                self._idle()
-            elif isinstance(chosen, AudioStream):
-                self._step(chosen)
-            else:
-                self._run_job(*chosen)
+            self._run(chosen, cut_in)
 
-    def _wait_for_work(self) -> AudioStream | tuple[AudioStream, Claimable] | None:
+    def _run(self, chosen: AudioStream | tuple[AudioStream, Claimable] | None,
+             cut_in: CutIn) -> None:
+        if chosen is None:
+            self._idle()
+        elif isinstance(chosen, AudioStream):
+            self._step(chosen, cut_in)
+        else:
+            self._run_job(*chosen, cut_in)
+
+    def _wait_for_work(self, cut_in: CutIn) -> AudioStream | tuple[AudioStream, Claimable] | None:
         """The next work (lock held), claimed; None: the scheduler has just gone idle after
         work and this worker runs `on_idle` first."""
         while not self._stopping:
             chosen = self._next()
             if chosen is not None:
-                if isinstance(chosen, AudioStream):
-                    chosen.running = True
+                self._claim(chosen, cut_in)
                 self._worked = True
                 return chosen
             if self._worked and self._on_idle is not None and not self._streams:
@@ -234,6 +254,60 @@ class Scheduler:
                 return None
             self._cond.wait()
         return None
+
+    def _claim(self, chosen: AudioStream | tuple[AudioStream, Claimable], cut_in: CutIn) -> None:
+        """(lock held) `cut_in`'s worker runs `chosen` now."""
+        if isinstance(chosen, AudioStream):
+            chosen.running = True
+            self._busy[cut_in] = chosen.rank
+        else:
+            self._busy[cut_in] = chosen[0].rank
+
+    def _cut_in(self) -> None:
+        """(lock held) Stop what workers run for a critical stream: every worker on other work
+        until its first chunk; after it, one, when it has no chunk ahead of its consumer (the
+        player is on its last one) and no worker is free or on critical work already. Stopped
+        workers run `_serve`."""
+        urgent = [s for s in self._streams if s.rank == URGENT and not s.ended]
+        others = [c for c, rank in self._busy.items() if rank > URGENT and not c.stopping]
+        if not urgent or not others:
+            return
+        if all(s.heard for s in urgent):
+            # Not at every chunk taken: each stop costs the stopped call what it had done.
+            waiting = any(not s.running and not s.items for s in urgent)
+            free = len(self._busy) < self.workers
+            if not waiting or free or URGENT in self._busy.values():
+                return
+            others = [max(others, key=self._busy.__getitem__)]  # the least urgent work
+        for cut_in in others:
+            cut_in.stop()
+        self.stopped_calls += len(others)
+        _LOGGER.log(logging.DEBUG if all(s.heard for s in urgent) else logging.INFO,
+                    "A critical announcement cuts in: %d worker(s) stop their inference and "
+                    "run it again after it", len(others))
+
+    def _serve(self, cut_in: CutIn) -> None:
+        """On a worker whose inference was stopped (voice/preempt.py): the critical work, until
+        its stream's first chunk and while it has work; then back to the stopped call."""
+        with self._cond:
+            rank = self._busy.get(cut_in, URGENT)
+            self._busy[cut_in] = URGENT  # working for the alarm: not stopped again meanwhile
+            cut_in.clear()
+        while True:
+            with self._cond:
+                chosen = None
+                while not self._stopping:
+                    chosen = self._next(URGENT)
+                    if chosen is not None or all(s.heard for s in self._streams
+                                                 if s.rank == URGENT):
+                        break
+                    self._cond.wait()  # the critical stream runs elsewhere: the cores are its
+                if chosen is None:
+                    self._busy[cut_in] = rank
+                    cut_in.clear()
+                    return
+                self._claim(chosen, cut_in)
+            self._run(chosen, cut_in)
 
     def _idle(self) -> None:
         """Nothing open, nothing queued: give memory back (voices' arenas: LoadedVoices)."""
@@ -247,12 +321,13 @@ class Scheduler:
         except Exception:  # memory is a nicety here; a worker must never die of it
             _LOGGER.exception("Giving memory back after synthesis failed")
 
-    def _next(self) -> AudioStream | tuple[AudioStream, Claimable] | None:
-        """The best stream with room ahead, or an offered job at least as urgent (lock held);
-        None: nothing to do now. Jobs come first among equals: they are older work."""
+    def _next(self, worst: int | None = None) -> AudioStream | tuple[AudioStream, Claimable] | None:
+        """The best stream with room ahead, or an offered job at least as urgent (lock held),
+        of rank `worst` at most; None: nothing to do now. Jobs come first among equals: they
+        are older work."""
         self._jobs = [(s, j) for s, j in self._jobs if not j.started]
-        urgent = any(s.rank == URGENT and not s.heard for s in self._streams)
-        worst = URGENT if urgent else None  # only the alarm's work until its first sound
+        if any(s.rank == URGENT and not s.heard for s in self._streams):
+            worst = URGENT  # only the alarm's work until its first sound
         job = min(((s, j) for s, j in self._jobs if worst is None or s.rank <= worst),
                   key=lambda e: (e[0].rank, e[0].seq), default=None)
         runnable = [s for s in self._streams
@@ -265,16 +340,16 @@ class Scheduler:
             return job
         return stream
 
-    def _run_job(self, stream: AudioStream, job: Claimable) -> None:
+    def _run_job(self, stream: AudioStream, job: Claimable, cut_in: CutIn) -> None:
         if not job.claim():
             return  # the stream ran it itself meanwhile
-        started = time.monotonic()
+        started, paused = time.monotonic(), cut_in.paused_s
         job.run()  # keeps its error for the stream: never raises
         with self._cond:
-            stream.work_s += time.monotonic() - started
+            stream.work_s += time.monotonic() - started - (cut_in.paused_s - paused)
 
-    def _step(self, stream: AudioStream) -> None:
-        started = time.monotonic()
+    def _step(self, stream: AudioStream, cut_in: CutIn) -> None:
+        started, paused = time.monotonic(), cut_in.paused_s
         error: BaseException | None = None
         item: Audio | None = None
         try:
@@ -283,7 +358,7 @@ class Scheduler:
             pass
         except BaseException as err:  # handed to the consumer, raised there: never a dead worker
             error = err
-        elapsed = time.monotonic() - started
+        elapsed = time.monotonic() - started - (cut_in.paused_s - paused)
         with self._cond:
             stream.running = False
             stream.work_s += elapsed

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..memory import map_large_allocations
+from .preempt import Stoppable
 
 Arena = Literal["shared", "own", "none"]
 """Where a session's buffers come from: the one arena every session of the process shares;
@@ -103,4 +104,6 @@ def open_session(path: Path | bytes, threads: int, *, level: str = "ORT_ENABLE_A
 
     model = path if isinstance(path, bytes) else str(path)
     options = session_options(threads, level=level, arena=arena)
-    return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+    # Stoppable: a critical announcement may stop a scheduler worker's call (preempt.py).
+    return Stoppable(ort.InferenceSession(model, sess_options=options,
+                                          providers=["CPUExecutionProvider"]))

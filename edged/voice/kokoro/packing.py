@@ -19,6 +19,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from .. import preempt
+
 PACKED: Final = "packed"
 """The latent's name as SplitModel asks for it."""
 
@@ -134,7 +136,7 @@ class PackedDecoder:
         self.pace = pace
 
     def run(self, names: Any, feeds: dict[str, np.ndarray], options: Any = None) -> list[np.ndarray]:
-        start = time.perf_counter()
+        start = _now()
         if self._apart is not None:
             made = list(self._apart.generator.run(names, self.front(feeds), options))
         else:
@@ -144,7 +146,7 @@ class PackedDecoder:
 
     def _timed(self, frames: int, start: float) -> None:
         if self.pace is not None:
-            self.pace.observe(frames, time.perf_counter() - start)
+            self.pace.observe(frames, _now() - start)
 
     def front(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """What the generator reads for the whole of `feeds` (apart only)."""
@@ -176,7 +178,7 @@ class PackedDecoder:
 
         feeds = {name: cut(name, value) if name in timed else value
                  for name, value in front.items()}
-        start = time.perf_counter()
+        start = _now()
         audio = np.asarray(self._apart.generator.run(None, feeds)[0]).reshape(-1)
         self._timed(hi - lo + len(also), start)
         return audio
@@ -186,3 +188,9 @@ class PackedDecoder:
         inputs = {w.name: w.unpack(packed[:, lo:hi]) for w, lo, hi in
                   zip(self._windowed, self._edges, self._edges[1:], strict=False)}
         return {**inputs, **{name: value for name, value in feeds.items() if name != PACKED}}
+
+
+def _now() -> float:
+    """A clock that stands still while this thread makes critical work inside a stopped call
+    (voice/preempt.py): the decoder's pace is its own calls' time."""
+    return time.perf_counter() - preempt.paused_s()
