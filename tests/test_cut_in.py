@@ -5,13 +5,15 @@ or a whole unprepared sentence to end, and the stopped work's audio is what it w
 Real inferences: the default voice not prepared (`voice.prepare: false`), so one step is one
 ONNX Runtime call over a whole sentence (about a second here), the kind of unit a Kokoro piece
 is; noise scales 0, so the same text makes the same samples and a re-run call can be compared.
-Kokoro itself is stopped the same way in test_kokoro_prepared.py (long).
+Kokoro itself is stopped the same way in test_kokoro_prepared.py (long). Then many streams of
+random ranks over a real graph of many small nodes, for what a deadlock would need.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +129,97 @@ def test_work_of_the_same_rank_is_not_stopped(whole_voice: Any) -> None:
     finally:
         scheduler.stop()
     assert log[0] == "first" and scheduler.stopped_calls == 0
+
+
+def _chain_model(tmp: Path, nodes: int = 60, size: int = 192) -> Path:
+    """A real ONNX graph of `nodes` matrix products (a few ms each): calls long enough to be
+    stopped mid-way, at any of many nodes, and cheap enough to run many of."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+    weights = [numpy_helper.from_array((rng.standard_normal((size, size)) / np.sqrt(size))
+                                       .astype(np.float32), f"w{i}") for i in range(nodes)]
+    made = [helper.make_node("MatMul", ["x" if i == 0 else f"h{i - 1}", f"w{i}"], [f"h{i}"])
+            for i in range(nodes)]
+    graph = helper.make_graph(made, "chain",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, size])],
+                              [helper.make_tensor_value_info(f"h{nodes - 1}", TensorProto.FLOAT,
+                                                             [None, size])], weights)
+    path = tmp / "chain.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("seed", [*range(3),  # and 37 more seeds in `make test-long`
+                                  *(pytest.param(s, marks=pytest.mark.long) for s in range(3, 40))])
+def test_streams_of_every_rank_cut_in_on_each_other_and_all_finish_whole(tmp_path: Path,
+                                                                         seed: int) -> None:
+    """Many streams at once, of random ranks (critical ones among them), with lane jobs, some
+    closed early by their consumer: every call that a critical stream stops runs again, no
+    worker is left waiting (a deadlock here would be a daemon that no longer speaks), and
+    every stream's chunks are exactly what its calls make alone."""
+    from edged.voice.lanes import Ahead
+    from edged.voice.onnx import open_session
+
+    session = open_session(_chain_model(tmp_path), 1)
+    rng = np.random.default_rng(seed)
+    rows = 256
+
+    def inputs(stream: int, step: int) -> np.ndarray:
+        return np.random.default_rng(1000 * stream + step).standard_normal(
+            (rows, 192)).astype(np.float32)
+
+    def made(stream: int, step: int) -> float:
+        return float(session.run(None, {"x": inputs(stream, step)})[0].sum())
+
+    plans = [(int(rng.integers(0, 4)), int(rng.integers(1, 5)), bool(rng.random() < 0.2))
+             for _ in range(14)]  # rank, steps, closed early
+    plans[0], plans[7] = (3, 4, False), (0, 2, False)  # at least one alarm cuts in on others
+    expected = {i: [made(i, k) for k in range(steps)] for i, (_r, steps, _c) in enumerate(plans)}
+    scheduler = Scheduler(2, {"a": 20})
+    scheduler.start()
+    got: dict[int, list[float]] = {}
+    errors: list[BaseException] = []
+
+    def steps_of(index: int, count: int) -> Any:
+        def steps(lanes: Any) -> Iterator[Audio]:
+            ahead: Ahead[float] = Ahead(lanes)
+            for k in range(count):
+                ahead.push(partial(made, index, k))
+            while ahead:
+                yield Audio(np.array([ahead.pop()], dtype=np.float64), 16000)
+        return steps
+
+    def consume(index: int, stream: Any, close_early: bool) -> None:
+        try:
+            got[index] = []
+            for chunk in stream:
+                got[index].append(float(chunk.samples[0]))
+                if close_early:
+                    break
+            stream.close()
+        except BaseException as err:  # noqa: BLE001 - handed to the test thread
+            errors.append(err)
+
+    consumers = []
+    try:
+        for index, (rank, count, close_early) in enumerate(plans):
+            stream = scheduler.submit(steps_of(index, count), rank=rank, source="a")
+            thread = threading.Thread(target=consume, args=(index, stream, close_early))
+            thread.start()
+            consumers.append(thread)
+            if index == 0:  # a worker is on it before the others come
+                with scheduler._cond:
+                    assert scheduler._cond.wait_for(lambda: bool(scheduler._busy), timeout=30)
+        for thread in consumers:
+            thread.join(timeout=120)
+        assert not any(t.is_alive() for t in consumers), "a stream never finished: deadlock"
+    finally:
+        scheduler.stop()
+    assert not errors, errors
+    for index, (_rank, _count, close_early) in enumerate(plans):
+        want = expected[index][:1] if close_early else expected[index]
+        assert got[index] == want, (index, plans[index])
+    assert scheduler.stopped_calls > 0  # critical streams did cut in
+    assert not scheduler._busy and scheduler.open_streams() == {"a": 0}
