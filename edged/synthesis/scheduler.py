@@ -282,9 +282,11 @@ class Scheduler:
         for cut_in in others:
             cut_in.stop()
         self.stopped_calls += len(others)
-        _LOGGER.log(logging.DEBUG if all(s.heard for s in urgent) else logging.INFO,
-                    "A critical announcement cuts in: %d worker(s) stop their inference and "
-                    "run it again after it", len(others))
+        first = [s for s in urgent if not s.heard]
+        _LOGGER.log(logging.INFO if first else logging.DEBUG,
+                    "Critical work (%s) cuts in: %d worker(s) stop their inference and run it "
+                    "again after it", ", ".join(sorted({s.source for s in first or urgent})),
+                    len(others))
 
     def _serve(self, cut_in: CutIn) -> None:
         """On a worker whose inference was stopped (voice/preempt.py): the critical work, until
