@@ -6,7 +6,8 @@
 #   bench/pi.sh --no-piper   # edged only (no piper-tts install, less memory: a Zero 2 W)
 #   bench/pi.sh --lines 5    # the first 5 corpus lines only (quicker, rougher)
 #   bench/pi.sh --kokoro     # also Kokoro's rows (needs edged[ja,zh,en]; pulls the styles
-#                            # zm_yunjian and af_heart into .venv/edged-voices first)
+#                            # zm_yunjian and af_heart into .venv/edged-voices first), and a
+#                            # critical announcement's first sound behind Kokoro work
 #
 # It prints the table and writes bench/results/pi-<model>.json (with the device's model, clock,
 # temperature and throttling): please send that file back.
@@ -48,4 +49,8 @@ if [ "$kokoro" = 1 ]; then
   done
   model=$(tr -d '\0' </proc/device-tree/model 2>/dev/null | tr -c 'A-Za-z0-9\n' '-' || true)
   "$PY" -m bench.kokoro_prepared --lines 3 --name "kokoro-pi-${model:-$(uname -m)}"
+  # A critical announcement behind Kokoro work: publish -> first sound with two clients posting
+  # Mandarin /api/tts (a piece is one decoder call, seconds on a Pi; the alarm stops it).
+  "$PY" -m bench.critical --loads none,kokoro --alarms 5 --voices .venv/edged-voices \
+    --name "critical-pi-${model:-$(uname -m)}"
 fi
