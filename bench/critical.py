@@ -378,10 +378,14 @@ def main() -> None:
     parser.add_argument("--voices", type=Path, default=Path(".venv/edged-voices"),
                         help="a voice folder with kokoro/zm_yunjian.bin (the kokoro load)")
     parser.add_argument("--name", default="critical", help="results file name")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="a cache folder whose prepared voices to use (and keep; "
+                             "default: a fresh one, removed after)")
     args = parser.parse_args()
     machine = machine_info(("onnxruntime", "numpy", "aiohttp", "wyoming", "paho-mqtt"))
     # One cache for every run: the voice is prepared once (the first start), phrases are new.
-    with tempfile.TemporaryDirectory(prefix="edged-critical-cache-") as cache:
+    with (contextlib.nullcontext(str(args.cache)) if args.cache is not None else
+          tempfile.TemporaryDirectory(prefix="edged-critical-cache-")) as cache:
         rows = [measure(load, args.alarms, not args.no_cgroup, Path(cache), args.voices.resolve())
                 for load in args.loads.split(",")]
         unit = unit_ms(Path(cache))

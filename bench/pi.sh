@@ -51,6 +51,7 @@ if [ "$kokoro" = 1 ]; then
   "$PY" -m bench.kokoro_prepared --lines 3 --name "kokoro-pi-${model:-$(uname -m)}"
   # A critical announcement behind Kokoro work: publish -> first sound with two clients posting
   # Mandarin /api/tts (a piece is one decoder call, seconds on a Pi; the alarm stops it).
+  # The voices prepared above are used again (a Pi 4 prepares Kokoro in minutes).
   "$PY" -m bench.critical --loads none,kokoro --alarms 5 --voices .venv/edged-voices \
-    --name "critical-pi-${model:-$(uname -m)}"
+    --cache "${TMPDIR:-/tmp}/edged-bench-cache" --name "critical-pi-${model:-$(uname -m)}"
 fi
