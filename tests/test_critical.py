@@ -245,3 +245,56 @@ def _wait_rss(d: DaemonProc, ok: Callable[[float], bool]) -> float:
             raise AssertionError(f"RSS stayed at {mb:.0f} MB; log:\n{d.log_text()[-2000:]}")
         time.sleep(0.1)
     return mb
+
+
+_MANDARIN = ("明天上午九点在三楼会议室开会，请大家准时参加，并带上上周的报告和这周的计划，"
+             "会议结束后还有一个关于新产品发布的简短讨论，预计在十一点半左右结束。")
+
+
+@pytest.mark.long
+def test_a_critical_alarm_stops_the_kokoro_pieces_both_workers_decode(
+        make_http: Callable[..., HttpDaemon], watcher: Watcher) -> None:
+    """Two clients post long Mandarin to Kokoro: each piece is one decoder call (1-2 s here,
+    seconds on a Pi). A critical announcement published while both workers decode stops their
+    calls (the scheduler says so at INFO), is spoken, and both clients still get all their
+    audio: as many samples as the voice makes for the text alone. Needs edged[zh] and the
+    pulled zm_yunjian (`make test-long`)."""
+    import io
+    import os
+    import wave
+
+    voices = Path(os.environ.get("EDGED_TEST_VOICES", ""))
+    assert (voices / "kokoro" / "zm_yunjian.bin").is_file(), \
+        "run through `make test-long`: it installs edged[zh] and pulls zm_yunjian"
+    http = make_http(voice={"dirs": [str(voices.resolve())]})
+    assert http.app is not None
+    scheduler = http.app.speech.scheduler
+    texts = [f"第{n}次通知。{_MANDARIN}" for n in (1, 2)]
+    answers: dict[int, httpx.Response] = {}
+
+    def post(n: int) -> None:
+        with http.client() as client:
+            answers[n] = client.post("/api/tts", json={"text": texts[n],
+                                                       "voice": "kokoro:zm_yunjian"})
+
+    with LogCount("edged.synthesis.scheduler", r"Critical work \(announcer\) cuts in") as cuts:
+        posts = [threading.Thread(target=post, args=(n,)) for n in (0, 1)]
+        for thread in posts:
+            thread.start()
+        http.wait_streams("http", 2)
+        with scheduler._cond:  # both workers on the clients' work, not on a voice's loading
+            assert scheduler._cond.wait_for(
+                lambda: len(scheduler._busy) == scheduler.workers
+                and min(scheduler._busy.values()) > 0, timeout=120)
+        watcher.say({"text": "Smoke in the kitchen!", "id": "alarm", "priority": "critical"})
+        alarm = watcher.final("alarm", 120)
+        for thread in posts:
+            thread.join(300)
+    assert alarm["event"] == "finished", alarm
+    assert cuts.count >= 1 and scheduler.stopped_calls >= 1
+    voice = http.app.speech.voices.get("kokoro:zm_yunjian")
+    for n, text in enumerate(texts):
+        assert answers[n].status_code == 200, answers[n].text
+        with wave.open(io.BytesIO(answers[n].content)) as wav:  # streamed: no length given
+            frames = len(wav.readframes(wav.getnframes())) // wav.getsampwidth()
+        assert frames == len(voice.synthesize(text).samples), n
