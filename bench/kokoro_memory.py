@@ -51,7 +51,9 @@ class _Beside(Load):
     def _post(self, voice: str | None, text: str) -> None:
         with httpx.Client(base_url=self._ctx["http"], timeout=_TIMEOUT_S) as client:
             while not self._stop.is_set():
-                body = {"text": f"{uuid.uuid4().hex[:6]}。{text}" if voice else
+                # Kokoro's text opens with a number read in Mandarin: one zh part, never cached
+                # (a uuid made an English part, and the Mandarin one was cached after the first).
+                body = {"text": f"第{uuid.uuid4().int % 100000}次。{text}" if voice else
                         f"Number {uuid.uuid4().hex[:6]}. {text}", **({"voice": voice} if voice
                                                                     else {})}
                 status = client.post("/api/tts", json=body).status_code
