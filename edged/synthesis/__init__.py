@@ -3,8 +3,9 @@ the router), the one scheduler (workers, priorities, per-source bounds), and spe
 the phrase cache and the scheduler -> audio streams)."""
 
 from .plan import Planner, Segment, SpeechPart, Utterance, spoken
-from .scheduler import AudioStream, Busy, Scheduler, SchedulerStopped
+from .scheduler import Scheduler
 from .speech import Speech, SpeechStream
+from .streams import AudioStream, Busy, SchedulerStopped
 
 __all__ = ["AudioStream", "Busy", "Planner", "Scheduler", "SchedulerStopped", "Segment", "Speech",
            "SpeechPart", "SpeechStream", "Utterance", "spoken"]

@@ -29,81 +29,20 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Final
 
 from ..audio import Audio
 from ..voice import preempt
-from ..voice.lanes import Claimable, Lanes
+from ..voice.lanes import Claimable
 from ..voice.preempt import CutIn
+from .streams import URGENT, AudioStream, Busy, SchedulerStopped, Steps
 
 _LOGGER = logging.getLogger(__name__)
-Steps = Callable[[Lanes | None], Iterator[Audio]]
-"""What a source submits: given the stream's lanes, a generator of its audio, one step per next()."""
-URGENT: Final = 0
-"""The rank of a critical announcement (daemon/priorities.py)."""
 DEPTH: Final = 2
 """Chunks a stream is synthesized ahead of its consumer: playback and inference overlap, and a
 chunk is at most one window (~1.1 s of audio, 50 KB)."""
-
-
-class Busy(Exception):
-    """A source has as many streams open as it may; the message says which and how many."""
-
-
-class SchedulerStopped(Exception):
-    """The daemon is stopping: the stream will get no more audio."""
-
-
-class AudioStream(Iterator[Audio]):
-    """The audio of one submission, in order, as the workers make it. Close it when done early."""
-
-    def __init__(self, scheduler: Scheduler, steps: Steps, rank: int, source: str,
-                 seq: int) -> None:
-        self._scheduler = scheduler
-        self.rank = rank
-        self.source = source
-        self.seq = seq
-        self.items: deque[Audio] = deque()
-        self.running = False
-        self.ended = False
-        self.heard = False
-        """Its first chunk is made."""
-        self.closed = False
-        self.error: BaseException | None = None
-        self.counted = True
-        """Holds one of its source's `max_streams` slots (until it ends or is closed)."""
-        self.work_s = 0.0
-        """Worker time spent on this stream's steps and jobs: its synthesis time."""
-        self.steps = steps(_StreamLanes(scheduler, self) if scheduler.workers > 1 else None)
-        """Made here, not run: the generator's body runs on the workers, one step at a time."""
-
-    def __next__(self) -> Audio:
-        return self._scheduler.take(self)
-
-    def close(self) -> None:
-        self._scheduler.drop(self)
-
-    def __enter__(self) -> AudioStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class _StreamLanes:
-    """A stream's way to offer jobs to the other workers (voice/lanes.py)."""
-
-    def __init__(self, scheduler: Scheduler, stream: AudioStream) -> None:
-        self._scheduler = scheduler
-        self._stream = stream
-        self.width = scheduler.workers
-        self.pieces_at_once = False  # a daemon's memory: one piece decoded per stream
-
-    def offer(self, job: Claimable) -> None:
-        self._scheduler.offer(self._stream, job)
 
 
 class Scheduler:
@@ -229,16 +168,15 @@ class Scheduler:
                 chosen = self._wait_for_work(cut_in)
                 if self._stopping:
                     return
-            self._run(chosen, cut_in)
+            self._run(chosen)
 
-    def _run(self, chosen: AudioStream | tuple[AudioStream, Claimable] | None,
-             cut_in: CutIn) -> None:
+    def _run(self, chosen: AudioStream | tuple[AudioStream, Claimable] | None) -> None:
         if chosen is None:
             self._idle()
         elif isinstance(chosen, AudioStream):
-            self._step(chosen, cut_in)
+            self._step(chosen)
         else:
-            self._run_job(*chosen, cut_in)
+            self._run_job(*chosen)
 
     def _wait_for_work(self, cut_in: CutIn) -> AudioStream | tuple[AudioStream, Claimable] | None:
         """The next work (lock held), claimed; None: the scheduler has just gone idle after
@@ -309,7 +247,7 @@ class Scheduler:
                     cut_in.clear()
                     return
                 self._claim(chosen, cut_in)
-            self._run(chosen, cut_in)
+            self._run(chosen)
 
     def _idle(self) -> None:
         """Nothing open, nothing queued: give memory back (voices' arenas: LoadedVoices)."""
@@ -342,16 +280,16 @@ class Scheduler:
             return job
         return stream
 
-    def _run_job(self, stream: AudioStream, job: Claimable, cut_in: CutIn) -> None:
+    def _run_job(self, stream: AudioStream, job: Claimable) -> None:
         if not job.claim():
             return  # the stream ran it itself meanwhile
-        started, paused = time.monotonic(), cut_in.paused_s
+        started = preempt.work_clock()  # not counting critical work made inside it
         job.run()  # keeps its error for the stream: never raises
         with self._cond:
-            stream.work_s += time.monotonic() - started - (cut_in.paused_s - paused)
+            stream.work_s += preempt.work_clock() - started
 
-    def _step(self, stream: AudioStream, cut_in: CutIn) -> None:
-        started, paused = time.monotonic(), cut_in.paused_s
+    def _step(self, stream: AudioStream) -> None:
+        started = preempt.work_clock()
         error: BaseException | None = None
         item: Audio | None = None
         try:
@@ -360,7 +298,7 @@ class Scheduler:
             pass
         except BaseException as err:  # handed to the consumer, raised there: never a dead worker
             error = err
-        elapsed = time.monotonic() - started - (cut_in.paused_s - paused)
+        elapsed = preempt.work_clock() - started
         with self._cond:
             stream.running = False
             stream.work_s += elapsed

@@ -22,7 +22,8 @@ from ..audio import Audio
 from ..cache import PhraseCache, WarmReport, warm
 from ..voice.lanes import Lanes
 from .plan import Planner, SpeechPart, Utterance, spoken
-from .scheduler import AudioStream, Scheduler
+from .scheduler import Scheduler
+from .streams import AudioStream
 
 if TYPE_CHECKING:
     from ..config import Config

@@ -63,11 +63,12 @@ def attach(cut_in: CutIn | None) -> None:
     _worker.cut_in = cut_in
 
 
-def paused_s() -> float:
-    """Time this thread has spent on critical work inside stopped calls (0 outside workers):
-    subtract it from what a call's wall time measures."""
+def work_clock() -> float:
+    """Seconds on a monotonic clock that stands still while this thread makes critical work
+    inside a stopped call: the time of a step, a job or a call is the difference of two
+    readings (outside the workers, plain monotonic time)."""
     cut_in: CutIn | None = getattr(_worker, "cut_in", None)
-    return cut_in.paused_s if cut_in is not None else 0.0
+    return time.monotonic() - (cut_in.paused_s if cut_in is not None else 0.0)
 
 
 class Stoppable:

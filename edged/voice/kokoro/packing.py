@@ -11,7 +11,6 @@ decoder's inputs. Packing copies a few MB per piece; a decoder window costs 100-
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -136,7 +135,7 @@ class PackedDecoder:
         self.pace = pace
 
     def run(self, names: Any, feeds: dict[str, np.ndarray], options: Any = None) -> list[np.ndarray]:
-        start = _now()
+        start = preempt.work_clock()
         if self._apart is not None:
             made = list(self._apart.generator.run(names, self.front(feeds), options))
         else:
@@ -146,7 +145,7 @@ class PackedDecoder:
 
     def _timed(self, frames: int, start: float) -> None:
         if self.pace is not None:
-            self.pace.observe(frames, _now() - start)
+            self.pace.observe(frames, preempt.work_clock() - start)
 
     def front(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """What the generator reads for the whole of `feeds` (apart only)."""
@@ -178,7 +177,7 @@ class PackedDecoder:
 
         feeds = {name: cut(name, value) if name in timed else value
                  for name, value in front.items()}
-        start = _now()
+        start = preempt.work_clock()
         audio = np.asarray(self._apart.generator.run(None, feeds)[0]).reshape(-1)
         self._timed(hi - lo + len(also), start)
         return audio
@@ -188,9 +187,3 @@ class PackedDecoder:
         inputs = {w.name: w.unpack(packed[:, lo:hi]) for w, lo, hi in
                   zip(self._windowed, self._edges, self._edges[1:], strict=False)}
         return {**inputs, **{name: value for name, value in feeds.items() if name != PACKED}}
-
-
-def _now() -> float:
-    """A clock that stands still while this thread makes critical work inside a stopped call
-    (voice/preempt.py): the decoder's pace is its own calls' time."""
-    return time.perf_counter() - preempt.paused_s()
