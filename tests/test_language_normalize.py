@@ -77,3 +77,61 @@ def test_korean_numbers() -> None:
 def test_japanese(text: str, expected: str) -> None:
     """What pyopenjtalk would misread is rewritten; counters it reads itself are left."""
     assert normalize_japanese(text) == expected
+
+
+# Signs and ranges (issue 25, "numbers"): a weather line's "-3°C" was read as 3 degrees in
+# Japanese, "3-5度" as 三零下五度 (three, five below zero) in Chinese, and a minus written as
+# U+2212 (as weather services write it) or a digit of another script was not a number at all.
+@pytest.mark.parametrize(("text", "language", "expected"), [
+    ("明天气温3-5度", "zh", "明天气温三到五度"),
+    ("温度3～5℃", "zh", "温度三到五摄氏度"),
+    ("后天-2~3度", "zh", "后天零下二到三度"),
+    ("气温-5~-2度", "zh", "气温零下五到零下二度"),
+    ("气温−3℃", "zh", "气温零下三摄氏度"),                 # U+2212 MINUS SIGN
+    ("气温－3度", "zh", "气温零下三度"),                    # U+FF0D, full width
+    ("降幅3-5%", "zh", "降幅百分之三到百分之五"),
+    ("需要3-5天", "zh", "需要三到五天"),
+    ("余额-50元", "zh", "余额负五十元"),                    # a sign that is not a temperature
+    ("血压120-80", "zh", "血压一百二十-八十"),              # no unit: not a range
+    ("门牌A-3号", "zh", "门牌A三号"),
+    ("溫度٣度", "yue", "溫度三度"),                         # an Arabic-Indic digit
+    ("明天氣溫3-5度", "yue", "明天氣溫三到五度"),
+])
+def test_chinese_signs_and_ranges(text: str, language: str, expected: str) -> None:
+    assert normalize_chinese(text, language) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("気温は-3°Cです", "気温はマイナス3度です"),
+    ("冷凍庫は−18℃です", "冷凍庫はマイナス18度です"),
+    ("変化は-5%です", "変化はマイナス5パーセントです"),
+    ("気温は3-5度です", "気温は3から5度です"),
+    ("気温は-2～3度です", "気温はマイナス2から3度です"),
+    ("３－５分", "3から5分"),
+    ("03-1234-5678に電話", "03-1234-5678に電話"),          # a phone number keeps its dashes
+    ("A-1番", "A-1番"),
+    ("24:00に終了", "24時に終了"),
+])
+def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
+    assert normalize_japanese(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("기온은 3~5도입니다", "기온은 삼에서 오도입니다"),
+    ("기온은 -2~3도", "기온은 영하 이에서 삼도"),
+    ("기온은 −3℃입니다", "기온은 영하 삼도입니다"),
+    ("변화는 -5%입니다", "변화는 마이너스 오 퍼센트입니다"),   # the sign was dropped
+    ("010-1234-5678로 전화하세요", "공일공 일이삼사 오육칠팔로 전화하세요"),  # was 십-천이백...
+    ("2026-12-05 회의", "이천이십육년 십이월 오일 회의"),
+    ("2026/06/10.", "이천이십육년 유월 십일."),
+    ("3-2로 이겼다", "삼-이로 이겼다"),                      # no unit: not a range
+])
+def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
+    assert normalize_korean(text) == expected
+
+
+def test_korean_numbers_past_the_largest_unit_are_read_digit_by_digit() -> None:
+    """10^16 and above (past 조) raised IndexError: the whole announcement failed."""
+    assert sino_number(10**16 - 1).startswith("구천구백구십구조")
+    assert sino_number(10**20 + 5) == "일" + "영" * 19 + "오"
+    assert normalize_korean("99999999999999999999원") == "구" * 20 + "원"

@@ -308,3 +308,14 @@ def test_streaming_short_first_piece(
     assert after is None or after(first.split()[-1]) or first.endswith((",", ";", ":", "-", "—"))
     after = split_for_streaming([rest, *sentences[1:]], max_units, measure)
     assert pieces[1:] == after
+
+
+def test_a_decimal_point_does_not_end_a_sentence() -> None:
+    """Kokoro and espeak-ng cut text into sentences themselves: 体温は38.5度です was said as two,
+    38 and 5度, the point never said."""
+    from edged.voice.espeak import _SENTENCES
+    from edged.voice.kokoro.voice import _SENTENCE
+
+    assert _SENTENCE.findall("体温は38.5度です。次は3.です.") == ["体温は38.5度です。", "次は3.", "です."]
+    assert [s.strip() for s in _SENTENCES.findall("体温は38.5度です。It is 1.5. Done")] == \
+        ["体温は38.5度です。", "It is 1.5.", "Done"]

@@ -16,7 +16,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
-NORMALIZER_VERSION: Final = "zh-2"
+from .signs import SIGN, plain_digits, range_pattern, read_ranges
+
+NORMALIZER_VERSION: Final = "zh-3"
 
 _DIGITS: Final = "零一二三四五六七八九"
 _SMALL: Final = ("", "十", "百", "千")
@@ -36,8 +38,9 @@ _NUMBER: Final = r"\d+(?:\.\d+)?"
 _TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-3])[:：]([0-5]\d)(?::([0-5]\d))?(?![\d:])")
 _DATE: Final = re.compile(r"(?<!\d)(\d{4})[-/.年](\d{1,2})[-/.月](\d{1,2})日?(?!\d)")
 _MONEY: Final = re.compile(r"(HK\$|[¥￥$€£])\s?(" + _NUMBER + ")")
-_MEASURE: Final = re.compile(r"(-?" + _NUMBER + r")\s?(°C|°F|℃|kWh|kW|kg|mg|km|cm|mm|ml|mL|MB|GB"
-                             r"|Hz|min|g|m|L|%|％)(?![A-Za-z])")
+_MEASURE: Final = re.compile(r"((?:" + SIGN + ")?" + _NUMBER + r")\s?(°C|°F|℃|kWh|kW|kg|mg|km|cm|mm"
+                             r"|ml|mL|MB|GB|Hz|min|g|m|L|%|％)(?![A-Za-z])")
+_LEFT_DIGITS: Final = re.compile(r"\d+")
 _PLAIN: Final = re.compile(r"(?<![\d.])(-?)(\d+)(?:\.(\d+))?(?![\d])")
 _CODE: Final = re.compile(r"(?<![A-Za-z\d])([A-Z]{1,3})[-\s]?(\d+)(?![\d.:])|(?<![\d.])(\d+)([A-Z]{1,2})"
                           r"(?![A-Za-z])")
@@ -45,7 +48,9 @@ _NUMBER_NAMED: Final = re.compile(r"(拨打|撥打|致电|電話|电话|号码|�
                                   r"|密码|密碼|验证码|驗證碼|编号|編號|单号|單號|房间|房間|房号|房號"
                                   r"|车次|車次|航班|巴士|公交|路线|路線)(是|為|为|：|:|\s)*(\d{2,})(?![\d.:])")
 _LONG_DIGITS: Final = re.compile(r"(?<![\d.])\d{7,}(?![\d.]|\s?[元块塊万萬亿億])")
-_BELOW_ZERO: Final = re.compile(r"-(" + _NUMBER + r")\s?(?=°C|°F|℃|度)")
+_RANGE: Final = range_pattern(r"°C|°F|℃|度|%|％|kWh|kW|kg|mg|km|cm|mm|ml|mL|MB|GB|Hz|min|g|m|L"
+                              r"|分钟|分鐘|小时|小時|秒|天|个|個|人|元|块|塊|岁|歲|次|层|層|公里|米|周|週")
+_BELOW_ZERO: Final = re.compile(SIGN + "(" + _NUMBER + r")\s?(?=(?:到-?" + _NUMBER + r"\s?)?(?:°C|°F|℃|度))")
 
 
 def integer_words(number: int) -> str:
@@ -112,7 +117,9 @@ def number_words(text: str) -> str:
 def normalize_chinese(text: str, language: str = "zh") -> str:
     """Numbers, times, dates, units and money in `text` as words; `language` zh or yue.
     Codes (G102, 4B, CA1831), phone numbers (7+ digits, or after 电话/拨打/房间/航班...) are
-    read digit by digit; an hour of 2 is 两点; a temperature below zero is 零下."""
+    read digit by digit; an hour of 2 is 两点; a range before a unit is 到 ("3-5度" -> 三到五度),
+    a temperature below zero 零下."""
+    text = plain_digits(text)
     text = _DATE.sub(lambda m: f"{digit_words(m[1])}年{integer_words(int(m[2]))}月"
                                f"{integer_words(int(m[3]))}日", text)
     text = _CODE.sub(lambda m: (m[1] + code_digits(m[2], language)) if m[1]
@@ -120,11 +127,13 @@ def normalize_chinese(text: str, language: str = "zh") -> str:
     text = _NUMBER_NAMED.sub(lambda m: m[0][:len(m[0]) - len(m[3])] + code_digits(m[3], language),
                              text)
     text = _LONG_DIGITS.sub(lambda m: code_digits(m[0], language), text)
+    text = read_ranges(text, _RANGE, "到", frozenset("%％"))
     text = _BELOW_ZERO.sub(lambda m: "零下" + m[1], text)
     text = _TIME.sub(_time, text)
     text = _MONEY.sub(lambda m: number_words(m[2]) + _CURRENCY[m[1]], text)
     text = _MEASURE.sub(_measure, text)
     text = _PLAIN.sub(_plain, text)
+    text = _LEFT_DIGITS.sub(lambda m: digit_words(m[0]), text)  # ".5", "1.2.3": never dropped
     return text.translate(_TRADITIONAL) if language == "yue" else text
 
 

@@ -3,7 +3,8 @@
 pyopenjtalk reads numbers with their counters itself (7時30分 -> しちじさんじゅっぷん, 1500円
 -> せんごひゃくえん); it does not read clock times, slashed dates, degrees or a bare percent
 sign the way an announcement means them: "7:30" -> 7時30分, "2026/12/01" -> 2026年12月1日,
-"25°C" -> 25度, "50%" -> 50パーセント.
+"25°C" -> 25度, "50%" -> 50パーセント; a minus before a number (-3度 -> マイナス3度; it was left
+out) or a range before a unit (3-5度 -> 3から5度; the dash was left out: 三五度).
 """
 
 from __future__ import annotations
@@ -11,17 +12,25 @@ from __future__ import annotations
 import re
 from typing import Final
 
-NORMALIZER_VERSION: Final = "ja-1"
+from .signs import SIGN, plain_digits, range_pattern, read_ranges
 
-_TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-3])[:：]([0-5]\d)(?![\d:])")
+NORMALIZER_VERSION: Final = "ja-2"
+
+_TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-4])[:：]([0-5]\d)(?![\d:])")
 _DATE: Final = re.compile(r"(?<!\d)(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?!\d)")
 _DEGREES: Final = re.compile(r"(\d)\s?(?:°C|℃|°)")
 _PERCENT: Final = re.compile(r"(\d)\s?[%％]")
+_RANGE: Final = range_pattern(r"度|°C|℃|°|%|％|パーセント|時間|時|分間|分|秒|日間|週間|か月|ヶ月"
+                              r"|年間|歳|才|人|個|回|円|キロ|メートル|センチ|ミリ|km|kg|cm|mm|m|g")
+_SIGN: Final = re.compile(SIGN + r"(?=\d)")
 
 
 def normalize_japanese(text: str) -> str:
+    text = plain_digits(text)
     text = _DATE.sub(lambda m: f"{int(m[1])}年{int(m[2])}月{int(m[3])}日", text)
     text = _TIME.sub(lambda m: f"{int(m[1])}時" + (f"{int(m[2])}分" if int(m[2]) else ""), text)
+    text = read_ranges(text, _RANGE, "から")
+    text = _SIGN.sub("マイナス", text)
     text = _DEGREES.sub(r"\1度", text)
     return _PERCENT.sub(r"\1パーセント", text)
 

@@ -56,6 +56,12 @@ def japanese_g2p() -> Any:
                         self.exceptions.clear()
                     self.exceptions[plain] = english_phonemes(plain)
                     words.append(_Word(plain, _Feature(plain, plain)))
+                elif plain.isdigit():
+                    # A digit OpenJTalk reads on its own (0 as ゼロ/レー/マル, a phone number or
+                    # a room digit by digit) reaches misaki's romanizer as a digit, which it
+                    # refuses (an AssertionError for 0度, 305号室, 03-1234-5678): give it the
+                    # reading as the word
+                    words.append(_Word(_pron(node), _Feature(_pron(node), _pron(node))))
                 else:
                     words.append(_Word(node["string"], _Feature(_pron(node), _pron(node))))
             return words
@@ -64,6 +70,12 @@ def japanese_g2p() -> Any:
             # misaki's normalization without its digits-to-kana step
             text = re.sub(r"[〜～](?=\d)", "から", text)
             return unicodedata.normalize("NFKC", text)
+
+        def _get_single_mapping(self, pk: str | None, kk: str, nk: str | None) -> str:
+            try:
+                return str(super()._get_single_mapping(pk, kk, nk))
+            except KeyError:  # a small kana after one with no reading of its own (ーょ)
+                return ""
 
         def __call__(self, text: str) -> str:
             return str(super().__call__(reading_fixes(text)))

@@ -3,7 +3,9 @@
 espeak-ng's `ko` voice reads every digit string as a Sino-Korean number ("3시" -> 삼 시), but
 hours and counted things take native numbers: 3시 -> 세 시, 사과 5개 -> 사과 다섯 개, 2명 ->
 두 명. Minutes, money, dates and plain numbers stay Sino-Korean (30분 -> 삼십 분, 1500원 ->
-천오백 원). "7:30" is read as a time (일곱 시 삼십 분).
+천오백 원). "7:30" is read as a time (일곱 시 삼십 분). A phone number (010-1234-5678) is read
+digit by digit with 공 for 0, a date (2026-06-05) as 이천이십육년 유월 오일, a range before a
+unit with 에서 (3~5도 -> 삼에서 오 도), a minus before a number as 마이너스 (영하 before degrees).
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
-NORMALIZER_VERSION: Final = "ko-2"
+from .signs import SIGN, plain_digits, range_pattern, read_ranges
+
+NORMALIZER_VERSION: Final = "ko-3"
 
 _SINO_DIGITS: Final = "영일이삼사오육칠팔구"
 _SINO_SMALL: Final = ("", "십", "백", "천")
@@ -23,9 +27,16 @@ _NATIVE_COUNTERS: Final = ("시간", "시", "개", "명", "살", "번째", "마�
 """Counters read with native numbers (1-99). Not 번: "2번 출구" (exit 2) is Sino-Korean."""
 _COUNTED: Final = re.compile(r"(?<![\d.])(\d{1,2})\s?(" + "|".join(_NATIVE_COUNTERS) + ")")
 _TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-3]):([0-5]\d)(?![\d:])")
-_PERCENT: Final = re.compile(r"(\d+(?:\.\d+)?)\s?%")
-_NUMBER: Final = re.compile(r"(?<![\d.])(-?)(\d+)(?:\.(\d+))?(?!\d)")
-_BELOW_ZERO: Final = re.compile(r"(?<![\d.])-(?=\d+(?:\.\d+)?\s?(?:°C|℃|도))")
+_PERCENT: Final = re.compile(r"(?<![\d.])((?:" + SIGN + r")?)(\d+(?:\.\d+)?)\s?[%％]")
+_NUMBER: Final = re.compile(r"(?<![\d.])((?:" + SIGN + r")?)(\d+)(?:\.(\d+))?(?!\d)")
+_BELOW_ZERO: Final = re.compile(SIGN + r"(?=\d+(?:\.\d+)?\s?(?:에서 -?\d+(?:\.\d+)?\s?)?(?:°C|℃|도))")
+_DATE: Final = re.compile(r"(?<![\d.\-])(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d|[.\-]\d)")
+_MONTHS: Final = {6: "유월", 10: "시월"}
+"""The months said apart from their number's reading (육월, 십월 are not said)."""
+_RANGE: Final = range_pattern(r"°C|℃|도|%|％|시간|시|분|초|일|개월|주|년|살|세|명|개|번|층|원"
+                              r"|km|kg|cm|mm|m|g")
+_PHONE: Final = re.compile(r"(?<![\d.\-])\d{2,4}-\d{3,4}-\d{4}(?![\d\-])|(?<![\d.])0\d{8,10}(?!\d)")
+_PHONE_DIGITS: Final = "공일이삼사오육칠팔구"
 _CODE: Final = re.compile(r"(?<![A-Za-z])[A-Z]{1,3}(?=\d)|(?<=\d)[A-Z]{1,2}(?![A-Za-z])")
 _LETTERS: Final = dict(zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ", [
     "에이", "비", "씨", "디", "이", "에프", "지", "에이치", "아이", "제이", "케이", "엘", "엠",
@@ -35,9 +46,12 @@ _LETTERS: Final = dict(zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ", [
 
 
 def sino_number(number: int) -> str:
-    """Sino-Korean reading: 1500 -> 천오백, 10000 -> 만, 21 -> 이십일 (1 before a place is dropped)."""
+    """Sino-Korean reading: 1500 -> 천오백, 10000 -> 만, 21 -> 이십일 (1 before a place is dropped);
+    from 10^16 on (past 조) digit by digit."""
     if number == 0:
         return "영"
+    if number >= 10 ** (4 * len(_SINO_LARGE)):
+        return "".join(_SINO_DIGITS[int(d)] for d in str(number))
     words = ""
     group_index = 0
     while number:
@@ -67,13 +81,20 @@ def native_number(number: int) -> str:
 
 
 def normalize_korean(text: str) -> str:
+    text = plain_digits(text)
+    text = _PHONE.sub(lambda m: " ".join("".join(_PHONE_DIGITS[int(d)] for d in group)
+                                         for group in m[0].split("-")), text)
+    text = _DATE.sub(lambda m: f"{sino_number(int(m[1]))}년 "
+                             f"{_MONTHS.get(int(m[2]), sino_number(int(m[2])) + '월')} "
+                             f"{sino_number(int(m[3]))}일", text)
     text = _CODE.sub(lambda m: " ".join(_LETTERS[c] for c in m[0]) + " ", text)
+    text = read_ranges(text, _RANGE, "에서 ")
     text = _BELOW_ZERO.sub("영하 ", text)
     text = text.replace("°C", "도").replace("℃", "도")
     text = _TIME.sub(lambda m: f"{native_number(_hour12(int(m[1])))} 시"
                                + (f" {sino_number(int(m[2]))} 분" if int(m[2]) else ""), text)
     text = _COUNTED.sub(lambda m: f"{native_number(int(m[1]))} {m[2]}", text)
-    text = _PERCENT.sub(lambda m: f"{_sino_decimal(m[1])} 퍼센트", text)
+    text = _PERCENT.sub(lambda m: ("마이너스 " if m[1] else "") + f"{_sino_decimal(m[2])} 퍼센트", text)
     return _NUMBER.sub(lambda m: ("마이너스 " if m[1] else "")
                        + _sino_decimal(m[2] + (f".{m[3]}" if m[3] else "")), text)
 

@@ -26,6 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+SENTENCE_TEXT: Final = r"(?:[^。！？.!?\n]|(?<=\d)\.(?=\d))"
+"""A character inside a sentence, for the voices that cut text into sentences themselves (Kokoro,
+espeak-ng): anything but an end mark, and a decimal point (38.5度 was cut into 38 and 5度, its
+point never said)."""
 _CLOSERS: Final = "\"')]}»”’"
 _CLAUSE_END: Final = (",", ";", ":", "—", "–", "--")
 _DASHES: Final = frozenset({"-", "--", "—", "–"})

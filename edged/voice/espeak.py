@@ -23,6 +23,7 @@ import numpy as np
 from ..audio import Audio
 from ..frontend.japanese import kana_reading
 from ..frontend.phonemes import Espeak, PhonemizerError
+from ..frontend.sentences import SENTENCE_TEXT
 from ..languages.codes import locale_language
 from .backend import ESPEAK_PREFIX, OneSpeakerVoice
 from .errors import VoiceError
@@ -34,7 +35,7 @@ ESPEAK_VOICES: Final = {"en": "en-us", "zh": "cmn", "yue": "yue", "ja": "ja", "k
 LICENSE: Final = "GPL-3.0-or-later (espeak-ng, shipped by the espeakng-loader wheel)"
 _WORDS_PER_MINUTE: Final = 160
 _MAX_CHARS: Final = 200
-_SENTENCES: Final = re.compile(r"[^。！？.!?\n]+[。！？.!?]*\s*|[。！？.!?\n]+\s*")
+_SENTENCES: Final = re.compile(SENTENCE_TEXT + r"+[。！？.!?]*\s*|[。！？.!?\n]+\s*")
 _CLAUSES: Final = re.compile(r"[^，、,;；]+[，、,;；]*\s*")
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ...audio import Audio, to_int16
 from ...frontend import kokoro_g2p
-from ...frontend.sentences import split_for_streaming
+from ...frontend.sentences import SENTENCE_TEXT, split_for_streaming
 from ..backend import KOKORO_PREFIX, OneSpeakerVoice
 from ..catalog.hashes import file_sha256
 from ..errors import VoiceError
@@ -72,7 +72,7 @@ bench/results/kokoro_first.json). English keeps it: a first piece of 24 tokens c
 words, the judge heard the same (af_heart, dev set WER 0.030 either way) but distillmos rated
 it lower, 4.44 -> 4.39 (any word), 4.33 (after a stressed word): a cut inside a clause is heard
 (bench/results/mos-kokoro-en-first-piece.json). Korean and Cantonese keep it until measured."""
-_SENTENCE: Final = re.compile(r"[^。！？.!?\n]+[。！？.!?]*|[。！？.!?]+")
+_SENTENCE: Final = re.compile(SENTENCE_TEXT + r"+[。！？.!?]*|[。！？.!?]+")
 _CUT_AFTER: Final = {"ja": frozenset({"ɡa", "βa", "o", "de", "mo", "to", "kaɾa", "made"})}
 """Where the short first piece may end between words, per language (any word elsewhere).
 Japanese: after a particle; after any word, the judge heard 三人 as さんに and 二十四日 as
@@ -205,8 +205,17 @@ class KokoroVoice(OneSpeakerVoice):
     def phonemes(self, text: str) -> list[str]:
         """The phoneme string of each sentence of the normalized text."""
         with self._lock:
-            return [self._phonemize(s) for s in _SENTENCE.findall(self.normalize(text))
+            return [self._phonemes_of(s) for s in _SENTENCE.findall(self.normalize(text))
                     if any(c.isalnum() for c in s)]
+
+    def _phonemes_of(self, sentence: str) -> str:
+        try:
+            return self._phonemize(sentence)
+        except Exception as err:  # a G2P library's failure is the request's error, not a crash
+            _LOGGER.warning("The %s front end failed on a sentence of %d characters",
+                            self.language, len(sentence), exc_info=True)
+            raise VoiceError(f"the {self.language} front end could not read a sentence of this "
+                             f"text ({type(err).__name__}); please report it with the text") from err
 
     def stream(self, text: str, settings: SynthesisSettings | None = None,
                lanes: Lanes | None = None) -> Iterator[Audio]:

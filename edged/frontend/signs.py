@@ -1,0 +1,45 @@
+"""Digits, minus signs and number ranges as the Chinese, Japanese and Korean normalizers match them.
+
+Text pasted from a weather service or a phone may write a digit in another script (٣, ３) or a
+minus as U+2212 (−3°C) or its full-width form (－3): folded to ASCII first, so that every rule
+after sees one spelling. A range ("3-5度", "3~5°C", "3〜5%") is two numbers joined by a dash or a
+wave before a unit: each language says it with its own word (到, から, 에서), where a lone
+minus before a number is its sign and one after a digit is not.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Final
+
+_OTHER_DIGIT: Final = re.compile(r"(?![0-9])\d")
+_MINUS: Final = re.compile(r"[\u2212\uFF0D\uFE63\u2796](?=[0-9])")
+NUMBER: Final = r"\d+(?:\.\d+)?"
+SIGN: Final = r"(?<![0-9A-Za-z.\-])-"
+"""A minus that is a number's sign: not after a digit (a range, a phone number, a date) nor
+after a letter (a code such as A-1)."""
+_JOIN: Final = r"\s?[-~～〜]\s?"
+
+
+def plain_digits(text: str) -> str:
+    """Every decimal digit as ASCII, and a minus sign before a digit as '-'."""
+    text = _OTHER_DIGIT.sub(lambda m: str(unicodedata.decimal(m[0])), text)
+    return _MINUS.sub("-", text)
+
+
+def range_pattern(units: str) -> re.Pattern[str]:
+    """Two numbers joined by a dash or a wave dash before one of `units` (a regex alternation):
+    groups 1 and 2 are the numbers (either may be signed), 3 the unit."""
+    return re.compile(r"(?<![0-9.\-])(-?" + NUMBER + ")" + _JOIN + "(-?" + NUMBER + r")\s?(" + units
+                      + r")(?![A-Za-z])")
+
+
+def read_ranges(text: str, pattern: re.Pattern[str], word: str,
+                unit_twice: frozenset[str] = frozenset()) -> str:
+    """Each range of `pattern` read with `word` between its numbers ("3到5度"); a unit of
+    `unit_twice` is written after both ("3%到5%": Chinese says a percentage before its number)."""
+    def read(match: re.Match[str]) -> str:
+        first, second, unit = match[1], match[2], match[3]
+        return first + (unit if unit in unit_twice else "") + word + second + unit
+    return pattern.sub(read, text)
