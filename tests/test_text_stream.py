@@ -20,6 +20,11 @@ def test_a_sentence_is_given_out_once_the_next_one_has_begun() -> None:
         [], ["Dinner is ready."], [], [], ["The oven is hot!"]]
 
 
+def test_a_chinese_or_japanese_sentence_goes_out_when_the_next_character_comes() -> None:
+    assert _feed(["洗濯が終わりました。", "次", "は乾燥です。"]) == [
+        [], ["洗濯が終わりました。"], [], ["次は乾燥です。"]]
+
+
 @pytest.mark.parametrize(("text", "sentences"), [
     ("It costs 3.5 euros. Pay now.", ["It costs 3.5 euros.", "Pay now."]),
     ("Ask Dr. Smith. He knows.", ["Ask Dr. Smith.", "He knows."]),
@@ -29,6 +34,10 @@ def test_a_sentence_is_given_out_once_the_next_one_has_begun() -> None:
     ('She said "Go!" Then left.', ['She said "Go!"', "Then left."]),
     ("Wait... What? Really!", ["Wait...", "What?", "Really!"]),
     ("First line\nSecond line", ["First line", "Second line"]),
+    # Chinese and Japanese: no space after a stop (a whole answer was one "sentence" before)
+    ("厨房的灯亮了。客厅很暗！要关吗？好。", ["厨房的灯亮了。", "客厅很暗！", "要关吗？", "好。"]),
+    ("「洗濯が終わりました。」次は乾燥です。", ["「洗濯が終わりました。」", "次は乾燥です。"]),
+    ("气温是3.5度。 明天更冷。", ["气温是3.5度。", "明天更冷。"]),
 ])
 def test_sentences_end_where_a_reader_would_stop(text: str, sentences: list[str]) -> None:
     """Decimals, titles, abbreviations, initials and lower-case continuations do not end a

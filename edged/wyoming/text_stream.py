@@ -4,8 +4,9 @@ as each one is known to be complete, so that it can be spoken while the rest arr
 A sentence ends at . ! ? or … (with any closing quotes or brackets) followed by whitespace and then
 the start of the next one: the character after the space must already be there, so "3." then "5"
 is never cut, and neither is a title or abbreviation that does not end sentences ("Dr.", "e.g."),
-an initial ("J. Smith") or a stop followed by a lower-case word ("5 p.m. today"). A line break
-ends a sentence too. Whatever is left is spoken at the end (`finish`).
+an initial ("J. Smith") or a stop followed by a lower-case word ("5 p.m. today"). Chinese and
+Japanese end a sentence at 。！？ with no space after (the next character there is enough). A
+line break ends a sentence too. Whatever is left is spoken at the end (`finish`).
 
 The first part may be a clause (`first_clause_words`): while nothing has been given out and the
 sentence is still arriving (the text does not end in a stop), a clause of at least that many
@@ -23,7 +24,9 @@ from typing import Final
 
 from ..frontend.lexicon import ABBREVIATIONS, TITLES
 
-_END: Final = re.compile(r"[.!?…]+[\"')\]}»”’]*(?=\s+\S)|\n")
+_CJK_CLOSERS: Final = "」』）\"')\\]}»”’"
+_END: Final = re.compile(r"[.!?…]+[\"')\]}»”’]*(?=\s+\S)"
+                         rf"|[。！？]+[{_CJK_CLOSERS}]*(?=\s*[^\s{_CJK_CLOSERS}])|\n")
 _CLAUSE: Final = re.compile(r"[,;:—–][\"')\]}»”’]*(?=\s+\S)")
 _STOP_AT_END: Final = re.compile(r"[.!?…][\"')\]}»”’]*\s*$")
 _NO_END: Final = frozenset({t.lower() for t in TITLES} |
