@@ -91,6 +91,8 @@ def test_japanese(text: str, expected: str) -> None:
     ("气温－3度", "zh", "气温零下三度"),                    # U+FF0D, full width
     ("降幅3-5%", "zh", "降幅百分之三到百分之五"),
     ("需要3-5天", "zh", "需要三到五天"),
+    ("湿度在40%~60%之间", "zh", "湿度在百分之四十到百分之六十之间"),  # the unit after both
+    ("气温-3℃~2℃", "zh", "气温零下三摄氏度到二摄氏度"),
     ("余额-50元", "zh", "余额负五十元"),                    # a sign that is not a temperature
     ("血压120-80", "zh", "血压一百二十-八十"),              # no unit: not a range
     ("门牌A-3号", "zh", "门牌A三号"),
@@ -108,6 +110,7 @@ def test_chinese_signs_and_ranges(text: str, language: str, expected: str) -> No
     ("気温は3-5度です", "気温は3から5度です"),
     ("気温は-2～3度です", "気温はマイナス2から3度です"),
     ("３－５分", "3から5分"),
+    ("湿度は40%〜60%です", "湿度は40パーセントから60パーセントです"),
     ("03-1234-5678に電話", "03-1234-5678に電話"),          # a phone number keeps its dashes
     ("A-1番", "A-1番"),
     ("24:00に終了", "24時に終了"),
@@ -119,6 +122,7 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
 @pytest.mark.parametrize(("text", "expected"), [
     ("기온은 3~5도입니다", "기온은 삼에서 오도입니다"),
     ("기온은 -2~3도", "기온은 영하 이에서 삼도"),
+    ("습도는 40%~60%입니다", "습도는 사십 퍼센트에서 육십 퍼센트입니다"),
     ("기온은 −3℃입니다", "기온은 영하 삼도입니다"),
     ("변화는 -5%입니다", "변화는 마이너스 오 퍼센트입니다"),   # the sign was dropped
     ("010-1234-5678로 전화하세요", "공일공 일이삼사 오육칠팔로 전화하세요"),  # was 십-천이백...

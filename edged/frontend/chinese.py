@@ -49,7 +49,7 @@ _NUMBER_NAMED: Final = re.compile(r"(拨打|撥打|致电|電話|电话|号码|�
                                   r"|车次|車次|航班|巴士|公交|路线|路線)(是|為|为|：|:|\s)*(\d{2,})(?![\d.:])")
 _LONG_DIGITS: Final = re.compile(r"(?<![\d.])\d{7,}(?![\d.]|\s?[元块塊万萬亿億])")
 _RANGE: Final = range_pattern(r"°C|°F|℃|度|%|％|kWh|kW|kg|mg|km|cm|mm|ml|mL|MB|GB|Hz|min|g|m|L"
-                              r"|分钟|分鐘|小时|小時|秒|天|个|個|人|元|块|塊|岁|歲|次|层|層|公里|米|周|週")
+                              r"|分钟|分鐘|小时|小時|秒|天|日|个|個|人|元|块|塊|岁|歲|次|层|層|公里|米|周|週")
 _BELOW_ZERO: Final = re.compile(SIGN + "(" + _NUMBER + r")\s?(?=(?:到-?" + _NUMBER + r"\s?)?(?:°C|°F|℃|度))")
 
 

@@ -29,17 +29,22 @@ def plain_digits(text: str) -> str:
 
 
 def range_pattern(units: str) -> re.Pattern[str]:
-    """Two numbers joined by a dash or a wave dash before one of `units` (a regex alternation):
-    groups 1 and 2 are the numbers (either may be signed), 3 the unit."""
-    return re.compile(r"(?<![0-9.\-])(-?" + NUMBER + ")" + _JOIN + "(-?" + NUMBER + r")\s?(" + units
-                      + r")(?![A-Za-z])")
+    """Two numbers joined by a dash or a wave dash before one of `units` (a regex alternation),
+    the first with the unit too or not ("3-5度", "40%~60%"): groups 1 and 3 are the numbers
+    (either may be signed), 2 the first one's unit (or None), 4 the unit."""
+    unit = r"(?:" + units + r")(?![A-Za-z])"
+    return re.compile(r"(?<![0-9.\-])(-?" + NUMBER + r")(?:\s?(" + unit + "))?" + _JOIN
+                      + "(-?" + NUMBER + r")\s?(" + unit + ")")
 
 
 def read_ranges(text: str, pattern: re.Pattern[str], word: str,
                 unit_twice: frozenset[str] = frozenset()) -> str:
-    """Each range of `pattern` read with `word` between its numbers ("3到5度"); a unit of
-    `unit_twice` is written after both ("3%到5%": Chinese says a percentage before its number)."""
+    """Each range of `pattern` read with `word` between its numbers ("3到5度"); the unit is said
+    after the first number too where it was written there, or is one of `unit_twice` ("3%到5%":
+    Chinese says a percentage before its number)."""
     def read(match: re.Match[str]) -> str:
-        first, second, unit = match[1], match[2], match[3]
-        return first + (unit if unit in unit_twice else "") + word + second + unit
+        first, first_unit, second, unit = match[1], match[2], match[3], match[4]
+        if first_unit is None and unit in unit_twice:
+            first_unit = unit
+        return first + (first_unit or "") + word + second + unit
     return pattern.sub(read, text)
