@@ -96,6 +96,8 @@ def test_japanese(text: str, expected: str) -> None:
     ("余额-50元", "zh", "余额负五十元"),                    # a sign that is not a temperature
     ("血压120-80", "zh", "血压一百二十-八十"),              # no unit: not a range
     ("门牌A-3号", "zh", "门牌A三号"),
+    ("营业时间9:00-17:00", "zh", "营业时间九点到十七点"),           # the dash was not said
+    ("會議14:00~15:30", "yue", "會議十四點到十五點三十分"),
     ("溫度٣度", "yue", "溫度三度"),                         # an Arabic-Indic digit
     ("明天氣溫3-5度", "yue", "明天氣溫三到五度"),
 ])
@@ -114,6 +116,7 @@ def test_chinese_signs_and_ranges(text: str, language: str, expected: str) -> No
     ("03-1234-5678に電話", "03-1234-5678に電話"),          # a phone number keeps its dashes
     ("A-1番", "A-1番"),
     ("24:00に終了", "24時に終了"),
+    ("営業時間は9:00-17:00です", "営業時間は9時から17時です"),
 ])
 def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     assert normalize_japanese(text) == expected
@@ -128,7 +131,8 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     ("010-1234-5678로 전화하세요", "공일공 일이삼사 오육칠팔로 전화하세요"),  # was 십-천이백...
     ("2026-12-05 회의", "이천이십육년 십이월 오일 회의"),
     ("2026/06/10.", "이천이십육년 유월 십일."),
-    ("3-2로 이겼다", "삼-이로 이겼다"),                      # no unit: not a range
+    ("3-2로 이겼다", "삼-이로 이겼다"),
+    ("영업시간은 9:00-17:00입니다", "영업시간은 아홉 시에서 다섯 시입니다"),                      # no unit: not a range
 ])
 def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
     assert normalize_korean(text) == expected

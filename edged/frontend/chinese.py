@@ -36,6 +36,8 @@ _TRADITIONAL: Final = str.maketrans({"两": "兩", "点": "點", "时": "時", "
                                      "瓦": "瓦", "毫": "毫", "厘": "厘", "号": "號", "门": "門"})
 _NUMBER: Final = r"\d+(?:\.\d+)?"
 _TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-3])[:：]([0-5]\d)(?::([0-5]\d))?(?![\d:])")
+_TIME_RANGE: Final = re.compile(r"(?<=[点分秒])\s?[-~～〜]\s?(?=[零一二三四五六七八九十两])")
+"""Between two clock times once read (9:00-17:00 -> 九点到十七点)."""
 _DATE: Final = re.compile(r"(?<!\d)(\d{4})[-/.年](\d{1,2})[-/.月](\d{1,2})日?(?!\d)")
 _MONEY: Final = re.compile(r"(HK\$|[¥￥$€£])\s?(" + _NUMBER + ")")
 _MEASURE: Final = re.compile(r"((?:" + SIGN + ")?" + _NUMBER + r")\s?(°C|°F|℃|kWh|kW|kg|mg|km|cm|mm"
@@ -130,6 +132,7 @@ def normalize_chinese(text: str, language: str = "zh") -> str:
     text = read_ranges(text, _RANGE, "到", frozenset("%％"))
     text = _BELOW_ZERO.sub(lambda m: "零下" + m[1], text)
     text = _TIME.sub(_time, text)
+    text = _TIME_RANGE.sub("到", text)
     text = _MONEY.sub(lambda m: number_words(m[2]) + _CURRENCY[m[1]], text)
     text = _MEASURE.sub(_measure, text)
     text = _PLAIN.sub(_plain, text)
