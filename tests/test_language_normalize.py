@@ -96,7 +96,13 @@ def test_japanese(text: str, expected: str) -> None:
     ("余额-50元", "zh", "余额负五十元"),                    # a sign that is not a temperature
     ("血压120-80", "zh", "血压一百二十-八十"),              # no unit: not a range
     ("门牌A-3号", "zh", "门牌A三号"),
-    ("营业时间9:00-17:00", "zh", "营业时间九点到十七点"),           # the dash was not said
+    ("营业时间9:00-17:00", "zh", "营业时间九点到十七点"),
+    ("一共1,500元", "zh", "一共一千五百元"),                   # was 一,五百元: one, five hundred
+    ("已經用咗12,345蚊", "yue", "已經用咗一萬二千三百四十五蚊"),
+    ("1,2,3", "zh", "一,二,三"),                                # a list, not a grouped number
+    ("下午2点开会，买了2个苹果，还有2小时", "zh", "下午两点开会，买了两个苹果，还有两小时"),
+    ("仲有2小時", "yue", "仲有兩小時"),
+    ("第2层，2楼，2月2日，2年级", "zh", "第二层，二楼，二月二日，二年级"),  # names, not counts           # the dash was not said
     ("會議14:00~15:30", "yue", "會議十四點到十五點三十分"),
     ("溫度٣度", "yue", "溫度三度"),                         # an Arabic-Indic digit
     ("明天氣溫3-5度", "yue", "明天氣溫三到五度"),
@@ -132,7 +138,9 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     ("2026-12-05 회의", "이천이십육년 십이월 오일 회의"),
     ("2026/06/10.", "이천이십육년 유월 십일."),
     ("3-2로 이겼다", "삼-이로 이겼다"),
-    ("영업시간은 9:00-17:00입니다", "영업시간은 아홉 시에서 다섯 시입니다"),                      # no unit: not a range
+    ("영업시간은 9:00-17:00입니다", "영업시간은 아홉 시에서 다섯 시입니다"),
+    ("1,000원입니다", "천원입니다"),                             # was 일,영원
+    ("123,456원", "십이만삼천사백오십육원"),                      # no unit: not a range
 ])
 def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
     assert normalize_korean(text) == expected

@@ -42,6 +42,11 @@ _DATE: Final = re.compile(r"(?<!\d)(\d{4})[-/.年](\d{1,2})[-/.月](\d{1,2})日?
 _MONEY: Final = re.compile(r"(HK\$|[¥￥$€£])\s?(" + _NUMBER + ")")
 _MEASURE: Final = re.compile(r"((?:" + SIGN + ")?" + _NUMBER + r")\s?(°C|°F|℃|kWh|kW|kg|mg|km|cm|mm"
                              r"|ml|mL|MB|GB|Hz|min|g|m|L|%|％)(?![A-Za-z])")
+_TWO_COUNTED: Final = re.compile(r"(?<![\d.第])2(?=\s?(?:个|個|小时|小時|天|次|人|位|岁|歲|分钟|分鐘|分|秒"
+                                  r"|点|點|周|週|星期|件|本|张|張|杯|瓶|只|隻|条|條|辆|輛|台|部|斤|公斤"
+                                  r"|公里|米|千|万|萬|亿|億|年(?!级|級)|种|種|块|塊|元|毛|遍|层|層|双|雙|份))")
+"""2 of a thing is 两 (两个, 两小时, 两千), not 二; a count, not a name: not 第2, 2楼, 2号, 2月,
+2年级."""
 _LEFT_DIGITS: Final = re.compile(r"\d+")
 _PLAIN: Final = re.compile(r"(?<![\d.])(-?)(\d+)(?:\.(\d+))?(?![\d])")
 _CODE: Final = re.compile(r"(?<![A-Za-z\d])([A-Z]{1,3})[-\s]?(\d+)(?![\d.:])|(?<![\d.])(\d+)([A-Z]{1,2})"
@@ -119,7 +124,7 @@ def number_words(text: str) -> str:
 def normalize_chinese(text: str, language: str = "zh") -> str:
     """Numbers, times, dates, units and money in `text` as words; `language` zh or yue.
     Codes (G102, 4B, CA1831), phone numbers (7+ digits, or after 电话/拨打/房间/航班...) are
-    read digit by digit; an hour of 2 is 两点; a range before a unit is 到 ("3-5度" -> 三到五度),
+    read digit by digit; an hour of 2 is 两点, and 2 of a thing 两 (两个, 两小时); a range before a unit is 到 ("3-5度" -> 三到五度),
     a temperature below zero 零下."""
     text = plain_digits(text)
     text = _DATE.sub(lambda m: f"{digit_words(m[1])}年{integer_words(int(m[2]))}月"
@@ -135,6 +140,7 @@ def normalize_chinese(text: str, language: str = "zh") -> str:
     text = _TIME_RANGE.sub("到", text)
     text = _MONEY.sub(lambda m: number_words(m[2]) + _CURRENCY[m[1]], text)
     text = _MEASURE.sub(_measure, text)
+    text = _TWO_COUNTED.sub("两", text)
     text = _PLAIN.sub(_plain, text)
     text = _LEFT_DIGITS.sub(lambda m: digit_words(m[0]), text)  # ".5", "1.2.3": never dropped
     return text.translate(_TRADITIONAL) if language == "yue" else text

@@ -1,7 +1,8 @@
 """Digits, minus signs and number ranges as the Chinese, Japanese and Korean normalizers match them.
 
-Text pasted from a weather service or a phone may write a digit in another script (٣, ３) or a
-minus as U+2212 (−3°C) or its full-width form (－3): folded to ASCII first, so that every rule
+Text pasted from a weather service or a phone may write a digit in another script (٣, ３), a
+minus as U+2212 (−3°C) or its full-width form (－3), an amount with thousands separators
+(1,500): folded to plain ASCII digits first, so that every rule
 after sees one spelling. A range ("3-5度", "3~5°C", "3〜5%") is two numbers joined by a dash or a
 wave before a unit: each language says it with its own word (到, から, 에서), where a lone
 minus before a number is its sign and one after a digit is not.
@@ -14,6 +15,7 @@ import unicodedata
 from typing import Final
 
 _OTHER_DIGIT: Final = re.compile(r"(?![0-9])\d")
+_GROUPED: Final = re.compile(r"(?<![\d,.])\d{1,3}(?:,\d{3})+(?![\d,]|\.\d*,)")
 _MINUS: Final = re.compile(r"[\u2212\uFF0D\uFE63\u2796](?=[0-9])")
 NUMBER: Final = r"\d+(?:\.\d+)?"
 SIGN: Final = r"(?<![0-9A-Za-z.\-])-"
@@ -23,8 +25,10 @@ _JOIN: Final = r"\s?[-~～〜]\s?"
 
 
 def plain_digits(text: str) -> str:
-    """Every decimal digit as ASCII, and a minus sign before a digit as '-'."""
+    """Every decimal digit as ASCII, a minus sign before a digit as '-', and no thousands
+    separators (1,500 was read 一,五百 and 일,오백: one, five hundred)."""
     text = _OTHER_DIGIT.sub(lambda m: str(unicodedata.decimal(m[0])), text)
+    text = _GROUPED.sub(lambda m: m[0].replace(",", ""), text)
     return _MINUS.sub("-", text)
 
 
