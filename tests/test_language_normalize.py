@@ -102,7 +102,7 @@ def test_japanese(text: str, expected: str) -> None:
     ("1,2,3", "zh", "一,二,三"),                                # a list, not a grouped number
     ("下午2点开会，买了2个苹果，还有2小时", "zh", "下午两点开会，买了两个苹果，还有两小时"),
     ("仲有2小時", "yue", "仲有兩小時"),
-    ("第2层，2楼，2月2日，2年级", "zh", "第二层，二楼，二月二日，二年级"),  # names, not counts           # the dash was not said
+    ("第2层，2楼，2月2日，2年级", "zh", "第二层，二楼，二月二日，二年级"),  # names, not counts
     ("會議14:00~15:30", "yue", "會議十四點到十五點三十分"),
     ("溫度٣度", "yue", "溫度三度"),                         # an Arabic-Indic digit
     ("明天氣溫3-5度", "yue", "明天氣溫三到五度"),

@@ -124,8 +124,8 @@ def number_words(text: str) -> str:
 def normalize_chinese(text: str, language: str = "zh") -> str:
     """Numbers, times, dates, units and money in `text` as words; `language` zh or yue.
     Codes (G102, 4B, CA1831), phone numbers (7+ digits, or after 电话/拨打/房间/航班...) are
-    read digit by digit; an hour of 2 is 两点, and 2 of a thing 两 (两个, 两小时); a range before a unit is 到 ("3-5度" -> 三到五度),
-    a temperature below zero 零下."""
+    read digit by digit; an hour of 2 is 两点, and 2 of a thing 两 (两个, 两小时); a range
+    before a unit is 到 ("3-5度" -> 三到五度), a temperature below zero 零下."""
     text = plain_digits(text)
     text = _DATE.sub(lambda m: f"{digit_words(m[1])}年{integer_words(int(m[2]))}月"
                                f"{integer_words(int(m[3]))}日", text)
