@@ -16,7 +16,7 @@ from .signs import SIGN, plain_digits, range_pattern, read_ranges
 
 NORMALIZER_VERSION: Final = "ja-2"
 
-_TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-4])[:：]([0-5]\d)(?![\d:])")
+_TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-4])[:：]([0-5]\d)(?:[:：]([0-5]\d))?(?![\d:])")
 _DATE: Final = re.compile(r"(?<!\d)(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?!\d)")
 _DEGREES: Final = re.compile(r"(\d)\s?(?:°C|℃|°)")
 _PERCENT: Final = re.compile(r"(\d)\s?[%％]")
@@ -28,7 +28,8 @@ _SIGN: Final = re.compile(SIGN + r"(?=\d)")
 def normalize_japanese(text: str) -> str:
     text = plain_digits(text)
     text = _DATE.sub(lambda m: f"{int(m[1])}年{int(m[2])}月{int(m[3])}日", text)
-    text = _TIME.sub(lambda m: f"{int(m[1])}時" + (f"{int(m[2])}分" if int(m[2]) else ""), text)
+    text = _TIME.sub(lambda m: f"{int(m[1])}時" + (f"{int(m[2])}分" if int(m[2]) or m[3] else "")
+                     + (f"{int(m[3])}秒" if m[3] and int(m[3]) else ""), text)
     text = read_ranges(text, _RANGE, "から")
     text = _SIGN.sub("マイナス", text)
     text = _DEGREES.sub(r"\1度", text)

@@ -26,7 +26,7 @@ _NATIVE_COUNTERS: Final = ("시간", "시", "개", "명", "살", "번째", "마�
                            "사람", "달", "가지")
 """Counters read with native numbers (1-99). Not 번: "2번 출구" (exit 2) is Sino-Korean."""
 _COUNTED: Final = re.compile(r"(?<![\d.])(\d{1,2})\s?(" + "|".join(_NATIVE_COUNTERS) + ")")
-_TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-3]):([0-5]\d)(?![\d:])")
+_TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])")
 _TIME_RANGE: Final = re.compile(r"(?<=[시분])\s?[-~～〜]\s?(?=[가-힣]+ 시)")
 """Between two clock times once read (9:00-17:00 -> 아홉 시에서 다섯 시)."""
 _PERCENT: Final = re.compile(r"(?<![\d.])((?:" + SIGN + r")?)(\d+(?:\.\d+)?)\s?[%％]")
@@ -94,7 +94,8 @@ def normalize_korean(text: str) -> str:
     text = _BELOW_ZERO.sub("영하 ", text)
     text = text.replace("°C", "도").replace("℃", "도")
     text = _TIME.sub(lambda m: f"{native_number(_hour12(int(m[1])))} 시"
-                               + (f" {sino_number(int(m[2]))} 분" if int(m[2]) else ""), text)
+                               + (f" {sino_number(int(m[2]))} 분" if int(m[2]) or m[3] else "")
+                               + (f" {sino_number(int(m[3]))} 초" if m[3] and int(m[3]) else ""), text)
     text = _TIME_RANGE.sub("에서 ", text)
     text = _COUNTED.sub(lambda m: f"{native_number(int(m[1]))} {m[2]}", text)
     text = _PERCENT.sub(lambda m: ("마이너스 " if m[1] else "") + f"{_sino_decimal(m[2])} 퍼센트", text)
