@@ -123,7 +123,7 @@ def test_chinese_signs_and_ranges(text: str, language: str, expected: str) -> No
     ("A-1番", "A-1番"),
     ("24:00に終了", "24時に終了"),
     ("営業時間は9:00-17:00です", "営業時間は9時から17時です"),
-    ("10:30:15に開始", "10時30分15秒に開始"),                    # the colons were said as pauses
+    ("10:30:15に開始", "10時30分15秒に開始"),                    # colons were said as pauses
 ])
 def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     assert normalize_japanese(text) == expected
@@ -140,8 +140,8 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     ("2026/06/10.", "이천이십육년 유월 십일."),
     ("3-2로 이겼다", "삼-이로 이겼다"),
     ("영업시간은 9:00-17:00입니다", "영업시간은 아홉 시에서 다섯 시입니다"),
-    ("1,000원입니다", "천원입니다"),
-    ("10:30:15에 시작", "열 시 삼십 분 십오 초에 시작"),          # was 십:삼십:십오                             # was 일,영원
+    ("1,000원입니다", "천원입니다"),                             # was 일,영원
+    ("10:30:15에 시작", "열 시 삼십 분 십오 초에 시작"),          # was 십:삼십:십오
     ("123,456원", "십이만삼천사백오십육원"),                      # no unit: not a range
 ])
 def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
