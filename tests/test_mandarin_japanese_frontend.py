@@ -65,6 +65,7 @@ def test_mandarin_phonemes_say_codes_and_sandhi() -> None:
     ("3本", "saɴ boɴ"),
     ("雨が降ります。", "ame ɡa ɸɯɾʲimasɨ."),    # was "oɾʲimasɨ" (get off)
     ("ドアが開いています。", "doa ɡa aite imasɨ."),  # was "çiɾaite"
+    ("電気を点けてください。", "deŋkʲi o ʦɨkete kɯdasai."),  # was "teŋkete"
 ])
 def test_japanese_counters_and_readings(text: str, phonemes: str) -> None:
     """Numbers reach OpenJTalk with their counters; 降る and 開く in their house sense."""

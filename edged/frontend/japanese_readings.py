@@ -11,7 +11,7 @@ An English word OpenJTalk does not know (it spells Uber as ユービーイーア
 
 A few kanji pyopenjtalk reads in the wrong sense for a house's sentences are given their reading
 first: 雨が降ります is ふります (not おります, "get off"), a door, window or lid that 開いて is
-あいて (open, not ひらいて).
+あいて (open, not ひらいて), a light 点けて is つけて (not てんけて).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any, Final
 _READINGS: Final = (
     (re.compile(r"(雨|雪|雹|霰|みぞれ)(が|も|は)?降"), r"\1\2ふ"),
     (re.compile(r"(ドア|窓|扉|門|鍵|蓋|ふた|戸|口|冷蔵庫)(が|も|は)?開(?=[いくかきけ])"), r"\1\2あ"),
+    (re.compile(r"点(?=け(?:る|て|た|ま|っぱなし|ない|れ|よ))"), "つ"),
 )
 
 
