@@ -38,6 +38,11 @@ def test_mandarin_tones_as_spoken(text: str, pinyin: list[str]) -> None:
     ("天气会变得很冷", 4, "de5"),                 # pypinyin: de2
     ("请系好安全带", 1, "ji4"),                   # pypinyin: xi4
     ("今天要去银行还信用卡", 6, "huan2"),          # pypinyin: hai2
+    ("请长按电源键", 1, "chang2"),                 # pypinyin: zhang3 ("grow"), here and below
+    ("长时间不活动对身体不好", 0, "chang2"),
+    ("等待的时间太长", 6, "chang2"),
+    ("孩子长得很快", 3, "de5"),
+    ("家长会在周五", 1, "zhang3"),                 # 家长 stays zhang3
 ])
 def test_mandarin_polyphones(text: str, syllable: int, pinyin: str) -> None:
     """Characters of two readings read in the sense of a house's sentences."""

@@ -36,14 +36,19 @@ _WORDS: Final = {
     "睡着": ["shui4", "zhao2"], "还款": ["huan2", "kuan3"], "还书": ["huan2", "shu1"],
     "空调": ["kong1", "tiao2"], "调高": ["tiao2", "gao1"], "调低": ["tiao2", "di1"],
     "调到": ["tiao2", "dao4"], "调成": ["tiao2", "cheng2"], "调小": ["tiao2", "xiao3"],
-    "调大": ["tiao2", "da4"], "幺": ["yao1"],
+    "调大": ["tiao2", "da4"], "幺": ["yao1"], "长": ["chang2"],
+    "长得": ["zhang3", "de5"],
 }
 """Words (as jieba cuts them, or their first characters) pypinyin reads wrong here."""
 _AFTER: Final = {("调", "到"): "tiao2", ("调", "高"): "tiao2", ("调", "低"): "tiao2",
                  ("调", "成"): "tiao2", ("调", "至"): "tiao2", ("还", "信"): "huan2",
                  ("还", "书"): "huan2", ("还", "钱"): "huan2", ("系", "好"): "ji4",
-                 ("系", "上"): "ji4"}
+                 ("系", "上"): "ji4", ("长", "时"): "chang2", ("长", "按"): "chang2",
+                 ("长", "椅"): "chang2"}
 """A character read by the one after it, inside a word or across words."""
+_BEFORE: Final = {(degree, "长"): "chang2" for degree in "很太较更最多么好挺"}
+"""A character read by the one before it: 长 after a word of degree is "long" (很长, 太长,
+多长时间), not "grow" (pypinyin's zhang3, as alone: 时间太长, 长按, 长时间 were all zhang3)."""
 
 
 _PUNCTUATION: Final = str.maketrans({
@@ -139,7 +144,8 @@ def _polyphones(words: list[tuple[str, list[str]]]) -> None:
     if len(chars) != len(slots):
         return  # a word pypinyin read with a different syllable count: leave it
     for k, (w, i) in enumerate(slots):
-        fixed = _AFTER.get((chars[k], chars[k + 1] if k + 1 < len(chars) else ""))
+        fixed = (_AFTER.get((chars[k], chars[k + 1] if k + 1 < len(chars) else ""))
+                 or _BEFORE.get((chars[k - 1] if k else "", chars[k])))
         if fixed:
             words[w][1][i] = fixed
 
