@@ -46,6 +46,7 @@ from .net.listen import bind, url_of
 from .playback import Player, PlayerError
 from .synthesis import Scheduler, SchedulerStopped, Speech
 from .synthesis.sources import VOICE_LOAD, WARM, sources
+from .synthesis.speech import load_rank
 from .voice import LoadedVoices, PiperVoice, default_settings, load_voice
 from .voice.backend import VoiceBackend
 from .voice.piper.prepared import StatusLine
@@ -174,7 +175,7 @@ def _speech(config: Config, voice: VoiceBackend) -> Speech:
 
     def first_inference(loaded: VoiceBackend) -> None:
         text = READY.get(loaded.language, READY["en"])
-        with scheduler.submit(lambda lanes: loaded.stream(text, None, lanes), rank=0,
+        with scheduler.submit(lambda lanes: loaded.stream(text, None, lanes), rank=load_rank(),
                               source=VOICE_LOAD) as stream:
             for _chunk in stream:
                 pass

@@ -77,7 +77,8 @@ class Announcer:
         if self._schedule is not None:
             volume *= self._schedule.volume_factor(request.priority)
         utterance = self._speech.utterance(request.text, request.voice, speaker=request.speaker,
-                                           speed=request.speed, language=request.language)
+                                           speed=request.speed, language=request.language,
+                                           rank=request.rank)
         delivery = _Delivery(job, self._sink(job) if job.publishes else None, volume=volume,
                              keep=self._fallback_to_publish and not job.publishes, beat=self._beat)
         report: PlaybackReport | None = None

@@ -30,7 +30,8 @@ async def open_speech(speech: Speech, policy: RequestPolicy, request: SpeechRequ
     def open_() -> SpeechStream:
         admitted = policy.admit(request)
         utterance = speech.utterance(admitted.text, admitted.voice, speaker=admitted.speaker,
-                                     speed=admitted.speed, language=admitted.language)
+                                     speed=admitted.speed, language=admitted.language,
+                                     rank=admitted.rank)
         return speech.open(utterance, rank=admitted.rank, source=source)
 
     opening = asyncio.ensure_future(run_blocking(open_))

@@ -1,7 +1,7 @@
 """Text to audio for every source: the plan (plan.py: parts, voices, settings, keys), the phrase
 cache first, a miss made by the synthesis scheduler and kept in the cache once it is complete.
 
-    utterance = speech.utterance(text, voice, speaker=..., speed=...)  # VoiceError: unknown speaker
+    utterance = speech.utterance(text, voice, speaker=..., speed=..., rank=...)  # VoiceError
     with speech.open(utterance, rank=..., source=...) as stream:       # Busy: the source's bound
         for chunk in stream: ...                                       # cached: one chunk at once
 
@@ -11,12 +11,18 @@ Text in several languages ("明天 7:30 开会，meeting in room 4B") becomes on
 segment with its own cache key, so a mixed phrase reuses the parts it shares with others; the
 parts are joined into one stream (join.py). A text of one segment is one part: its audio, cache
 key and path are what they were before there were languages.
+
+Planning may load a voice, and a voice just loaded runs a first inference on the scheduler
+(assembly.py): at the rank of the request being planned (`load_rank`), so a critical
+announcement's voice goes before all other work, and a normal request's voice does not stop the
+inferences of other work as a critical one would (voice/preempt.py).
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..audio import Audio
 from ..cache import PhraseCache, WarmReport, warm
@@ -28,6 +34,18 @@ from .streams import AudioStream
 if TYPE_CHECKING:
     from ..config import Config
     from ..voice import LoadedVoices
+
+LOAD_RANK_OUTSIDE_REQUESTS: Final = 1
+"""A voice loaded for no request (at start, for the warm phrases, a setting): ahead of the
+other work's next steps, not cutting in (rank 0 would: voice/preempt.py)."""
+_load_rank: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "edged_load_rank", default=LOAD_RANK_OUTSIDE_REQUESTS)
+
+
+def load_rank() -> int:
+    """The rank a voice loaded now runs its first inference at: the rank of the request being
+    planned on this thread, else LOAD_RANK_OUTSIDE_REQUESTS."""
+    return _load_rank.get()
 
 
 class SpeechStream(Iterator[Audio]):
@@ -70,8 +88,19 @@ class Speech:
         self.cache = cache
         self.scheduler = scheduler
         self.planner = Planner(config, voices, cache.key)
-        self.utterance = self.planner.utterance
         self.problem = self.planner.problem
+
+    def utterance(self, text: str, voice: str | None = None, *, speaker: str | int | None = None,
+                  speed: float | None = None, language: str | None = None,
+                  rank: int = LOAD_RANK_OUTSIDE_REQUESTS) -> Utterance:
+        """The plan of a request of `rank` (plan.Planner.utterance): a voice it loads runs its
+        first inference at that rank."""
+        token = _load_rank.set(rank)
+        try:
+            return self.planner.utterance(text, voice, speaker=speaker, speed=speed,
+                                          language=language)
+        finally:
+            _load_rank.reset(token)
 
     def open(self, utterance: Utterance, *, rank: int, source: str) -> SpeechStream:
         """The utterance's audio as a stream; scheduler.Busy when `source` is at its bound.
