@@ -1,7 +1,7 @@
 """A voice loaded while a request is planned runs its first inference (what the daemon counts in
-the voice's memory) at that request's rank: a normal request's new voice no longer stops the
-inferences other work runs, as a critical announcement's does (it was submitted at rank 0, so
-every voice loaded on demand cut in like an alarm: voice/preempt.py).
+the voice's memory) ahead of other work, but stops the inferences other work runs only for a
+critical request, as that request's own stream does (it was submitted at rank 0 for every
+request, so every voice loaded on demand cut in like an alarm: voice/preempt.py).
 
 The daemon's own composition (assembly._speech) on the real default voice and espeak-ng: the
 work already running is a real stream of the default voice, held inside its step until the load
@@ -21,7 +21,7 @@ from edged.assembly import _speech
 from edged.audio import Audio
 from edged.config import parse_config
 from edged.daemon.priorities import rank
-from edged.synthesis.speech import LOAD_RANK_OUTSIDE_REQUESTS, Speech
+from edged.synthesis.speech import LOAD_RANK, Speech
 from edged.voice import load_voice
 
 
@@ -72,11 +72,12 @@ def _load_beside_running_work(speech: Speech, voice: str, request_rank: int | No
 
 
 @pytest.mark.voice
-def test_a_normal_requests_voice_loads_at_its_rank_and_stops_nothing(speech: Speech) -> None:
+def test_a_low_requests_voice_loads_ahead_of_other_work_and_stops_nothing(speech: Speech) -> None:
     assert speech.scheduler.workers == 2
     seen = _submitted(speech)
-    assert _load_beside_running_work(speech, "espeak:en-us", rank("normal")) == 0
-    assert ("voice-load", rank("normal")) in seen
+    assert _load_beside_running_work(speech, "espeak:en-us", rank("low")) == 0
+    assert ("voice-load", LOAD_RANK) in seen
+    assert rank("critical") < LOAD_RANK < rank("normal")
 
 
 @pytest.mark.voice
@@ -87,9 +88,8 @@ def test_a_critical_requests_voice_loads_first_and_cuts_in(speech: Speech) -> No
 
 
 @pytest.mark.voice
-def test_a_voice_loaded_for_no_request_goes_ahead_of_normal_work_without_cutting_in(
+def test_a_voice_loaded_for_no_request_goes_ahead_of_other_work_without_cutting_in(
         speech: Speech) -> None:
     seen = _submitted(speech)
     assert _load_beside_running_work(speech, "espeak:en-us", None) == 0
-    assert ("voice-load", LOAD_RANK_OUTSIDE_REQUESTS) in seen
-    assert rank("critical") < LOAD_RANK_OUTSIDE_REQUESTS < rank("normal")
+    assert ("voice-load", LOAD_RANK) in seen

@@ -13,9 +13,8 @@ table of sources, built from the config by the composition root.
 |            | which measures what it costs               |                                |
 
 Ranks are not the table's: each request's priority says it (policy.py), the warm phrases are
-`BACKGROUND`, and a voice's first inference runs at the rank of the request that loads it
-(speech.load_rank: a critical one's cuts in, a normal one's does not), ahead of other work when
-no request loads it.
+`BACKGROUND`, and a voice's first inference goes ahead of other work (a request waits for
+the voice), cutting in only when a critical request loads it (speech.load_rank).
 """
 
 from __future__ import annotations

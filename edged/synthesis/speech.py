@@ -13,9 +13,9 @@ parts are joined into one stream (join.py). A text of one segment is one part: i
 key and path are what they were before there were languages.
 
 Planning may load a voice, and a voice just loaded runs a first inference on the scheduler
-(assembly.py): at the rank of the request being planned (`load_rank`), so a critical
-announcement's voice goes before all other work, and a normal request's voice does not stop the
-inferences of other work as a critical one would (voice/preempt.py).
+(assembly.py, `load_rank`): ahead of all other work (a request waits for it, and any other that
+needs a voice waits behind the load), but cutting in on the inferences other work runs
+(voice/preempt.py) only for a critical request, as its own stream would.
 """
 
 from __future__ import annotations
@@ -35,16 +35,16 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..voice import LoadedVoices
 
-LOAD_RANK_OUTSIDE_REQUESTS: Final = 1
-"""A voice loaded for no request (at start, for the warm phrases, a setting): ahead of the
-other work's next steps, not cutting in (rank 0 would: voice/preempt.py)."""
-_load_rank: contextvars.ContextVar[int] = contextvars.ContextVar(
-    "edged_load_rank", default=LOAD_RANK_OUTSIDE_REQUESTS)
+LOAD_RANK: Final = 1
+"""A voice's first inference: ahead of every rank but critical (0), which cuts in; it was 0
+for every load, so a voice loaded for a normal request stopped other work like an alarm."""
+_load_rank: contextvars.ContextVar[int] = contextvars.ContextVar("edged_load_rank",
+                                                                 default=LOAD_RANK)
 
 
 def load_rank() -> int:
-    """The rank a voice loaded now runs its first inference at: the rank of the request being
-    planned on this thread, else LOAD_RANK_OUTSIDE_REQUESTS."""
+    """The rank a voice loaded now runs its first inference at: 0 while a critical request is
+    planned on this thread, else LOAD_RANK."""
     return _load_rank.get()
 
 
@@ -92,10 +92,10 @@ class Speech:
 
     def utterance(self, text: str, voice: str | None = None, *, speaker: str | int | None = None,
                   speed: float | None = None, language: str | None = None,
-                  rank: int = LOAD_RANK_OUTSIDE_REQUESTS) -> Utterance:
-        """The plan of a request of `rank` (plan.Planner.utterance): a voice it loads runs its
-        first inference at that rank."""
-        token = _load_rank.set(rank)
+                  rank: int = LOAD_RANK) -> Utterance:
+        """The plan of a request of `rank` (plan.Planner.utterance); a voice it loads runs its
+        first inference at `load_rank`."""
+        token = _load_rank.set(min(rank, LOAD_RANK))
         try:
             return self.planner.utterance(text, voice, speaker=speaker, speed=speed,
                                           language=language)
