@@ -2,10 +2,10 @@
 
 Text pasted from a weather service or a phone may write a digit in another script (٣, ３), a
 minus as U+2212 (−3°C) or its full-width form (－3), an amount with thousands separators
-(1,500): folded to plain ASCII digits first, so that every rule
-after sees one spelling. A range ("3-5度", "3~5°C", "3〜5%") is two numbers joined by a dash or a
-wave before a unit: each language says it with its own word (到, から, 에서), where a lone
-minus before a number is its sign and one after a digit is not.
+(1,500): all folded to plain ASCII digits first, so that every rule after sees one spelling. A
+range ("3-5度", "3~5°C", "40%~60%") is two numbers joined by a dash or a wave dash before a
+unit: each language says it with its own word (到, から, 에서). A minus before a number is its
+sign only where no digit or letter comes before it.
 """
 
 from __future__ import annotations
