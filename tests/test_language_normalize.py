@@ -119,6 +119,7 @@ def test_chinese_signs_and_ranges(text: str, language: str, expected: str) -> No
     ("気温は-2～3度です", "気温はマイナス2から3度です"),
     ("３－５分", "3から5分"),
     ("湿度は40%〜60%です", "湿度は40パーセントから60パーセントです"),
+    ("気温は75°Fです", "気温は華氏75度です"),                    # was 75度 and the letter F
     ("03-1234-5678に電話", "03-1234-5678に電話"),          # a phone number keeps its dashes
     ("A-1番", "A-1番"),
     ("24:00に終了", "24時に終了"),
@@ -142,7 +143,8 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     ("영업시간은 9:00-17:00입니다", "영업시간은 아홉 시에서 다섯 시입니다"),
     ("1,000원입니다", "천원입니다"),                             # was 일,영원
     ("10:30:15에 시작", "열 시 삼십 분 십오 초에 시작"),          # was 십:삼십:십오
-    ("123,456원", "십이만삼천사백오십육원"),                      # no unit: not a range
+    ("123,456원", "십이만삼천사백오십육원"),
+    ("기온은 75°F입니다", "기온은 화씨 칠십오도입니다"),          # the sign was not said                      # no unit: not a range
 ])
 def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
     assert normalize_korean(text) == expected

@@ -18,6 +18,7 @@ NORMALIZER_VERSION: Final = "ja-2"
 
 _TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-4])[:：]([0-5]\d)(?:[:：]([0-5]\d))?(?![\d:])")
 _DATE: Final = re.compile(r"(?<!\d)(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?!\d)")
+_FAHRENHEIT: Final = re.compile(r"(-?\d+(?:\.\d+)?)\s?(?:°F|℉)")
 _DEGREES: Final = re.compile(r"(\d)\s?(?:°C|℃|°)")
 _PERCENT: Final = re.compile(r"(\d)\s?[%％]")
 _RANGE: Final = range_pattern(r"度|°C|℃|°|%|％|パーセント|時間|時|分間|分|秒|日間|週間|か月|ヶ月"
@@ -30,6 +31,7 @@ def normalize_japanese(text: str) -> str:
     text = _DATE.sub(lambda m: f"{int(m[1])}年{int(m[2])}月{int(m[3])}日", text)
     text = _TIME.sub(lambda m: f"{int(m[1])}時" + (f"{int(m[2])}分" if int(m[2]) or m[3] else "")
                      + (f"{int(m[3])}秒" if m[3] and int(m[3]) else ""), text)
+    text = _FAHRENHEIT.sub(r"華氏\1度", text)  # 75°F was 75度 and the letter F
     text = read_ranges(text, _RANGE, "から")
     text = _SIGN.sub("マイナス", text)
     text = _DEGREES.sub(r"\1度", text)

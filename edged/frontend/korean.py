@@ -32,6 +32,7 @@ _TIME_RANGE: Final = re.compile(r"(?<=[시분])\s?[-~～〜]\s?(?=[가-힣]+ 시
 _PERCENT: Final = re.compile(r"(?<![\d.])((?:" + SIGN + r")?)(\d+(?:\.\d+)?)\s?[%％]")
 _NUMBER: Final = re.compile(r"(?<![\d.])((?:" + SIGN + r")?)(\d+)(?:\.(\d+))?(?!\d)")
 _BELOW_ZERO: Final = re.compile(SIGN + r"(?=\d+(?:\.\d+)?\s?(?:에서 -?\d+(?:\.\d+)?\s?)?(?:°C|℃|도))")
+_FAHRENHEIT: Final = re.compile(r"(-?\d+(?:\.\d+)?)\s?(?:°F|℉)")
 _DATE: Final = re.compile(r"(?<![\d.\-])(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d|[.\-]\d)")
 _MONTHS: Final = {6: "유월", 10: "시월"}
 """The months said apart from their number's reading (육월, 십월 are not said)."""
@@ -92,6 +93,7 @@ def normalize_korean(text: str) -> str:
     text = _CODE.sub(lambda m: " ".join(_LETTERS[c] for c in m[0]) + " ", text)
     text = read_ranges(text, _RANGE, "에서 ")
     text = _BELOW_ZERO.sub("영하 ", text)
+    text = _FAHRENHEIT.sub(r"화씨 \1도", text)  # 75°F was 칠십오°F: the sign not said
     text = text.replace("°C", "도").replace("℃", "도")
     text = _TIME.sub(lambda m: f"{native_number(_hour12(int(m[1])))} 시"
                                + (f" {sino_number(int(m[2]))} 분" if int(m[2]) or m[3] else "")
