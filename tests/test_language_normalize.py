@@ -139,12 +139,12 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     ("010-1234-5678로 전화하세요", "공일공 일이삼사 오육칠팔로 전화하세요"),  # was 십-천이백...
     ("2026-12-05 회의", "이천이십육년 십이월 오일 회의"),
     ("2026/06/10.", "이천이십육년 유월 십일."),
-    ("3-2로 이겼다", "삼-이로 이겼다"),
+    ("3-2로 이겼다", "삼-이로 이겼다"),                        # no unit: not a range
     ("영업시간은 9:00-17:00입니다", "영업시간은 아홉 시에서 다섯 시입니다"),
     ("1,000원입니다", "천원입니다"),                             # was 일,영원
     ("10:30:15에 시작", "열 시 삼십 분 십오 초에 시작"),          # was 십:삼십:십오
     ("123,456원", "십이만삼천사백오십육원"),
-    ("기온은 75°F입니다", "기온은 화씨 칠십오도입니다"),          # the sign was not said                      # no unit: not a range
+    ("기온은 75°F입니다", "기온은 화씨 칠십오도입니다"),          # the sign was not said
 ])
 def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
     assert normalize_korean(text) == expected
