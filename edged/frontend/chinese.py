@@ -44,9 +44,9 @@ _MEASURE: Final = re.compile(r"((?:" + SIGN + ")?" + _NUMBER + r")\s?(°C|°F|�
                              r"|ml|mL|MB|GB|Hz|min|g|m|L|%|％)(?![A-Za-z])")
 _TWO_COUNTED: Final = re.compile(r"(?<![\d.第])2(?=\s?(?:个|個|小时|小時|天|次|人|位|岁|歲|分钟|分鐘|分|秒"
                                   r"|点|點|周|週|星期|件|本|张|張|杯|瓶|只|隻|条|條|辆|輛|台|部|斤|公斤"
-                                  r"|公里|米|千|万|萬|亿|億|年(?!级|級)|种|種|块|塊|元|毛|遍|层|層|双|雙|份))")
-"""2 of a thing is 两 (两个, 两小时, 两千), not 二; a count, not a name: not 第2, 2楼, 2号, 2月,
-2年级."""
+                                  r"|公里|米|千|万|萬|亿|億|年(?!级|級)|种|種|块|塊|元|毛|遍|双|雙|份))")
+"""2 of a thing is 两 (两个, 两小时, 两千), not 二; a count, not a name: not 第2, 2楼, 2层 (on
+floor 2, more often than two floors), 2号, 2月, 2年级."""
 _LEFT_DIGITS: Final = re.compile(r"\d+")
 _PLAIN: Final = re.compile(r"(?<![\d.])(-?)(\d+)(?:\.(\d+))?(?![\d])")
 _CODE: Final = re.compile(r"(?<![A-Za-z\d])([A-Z]{1,3})[-\s]?(\d+)(?![\d.:])|(?<![\d.])(\d+)([A-Z]{1,2})"
