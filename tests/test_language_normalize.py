@@ -102,6 +102,9 @@ def test_japanese(text: str, expected: str) -> None:
     ("1,2,3", "zh", "一,二,三"),                                # a list, not a grouped number
     ("下午2点开会，买了2个苹果，还有2小时", "zh", "下午两点开会，买了两个苹果，还有两小时"),
     ("仲有2小時", "yue", "仲有兩小時"),
+    ("明天7:30 AM开会，3:00 PM结束", "zh", "明天上午七点三十分开会，下午三点结束"),  # was "AM": ei em
+    ("派对8pm开始，12:00 PM吃饭", "zh", "派对晚上八点开始，中午十二点吃饭"),
+    ("會議7:30 PM", "yue", "會議晚上七點三十分"),
     ("第2层，2楼，在2层，2月2日，2年级", "zh", "第二层，二楼，在二层，二月二日，二年级"),  # names
     ("會議14:00~15:30", "yue", "會議十四點到十五點三十分"),
     ("溫度٣度", "yue", "溫度三度"),                         # an Arabic-Indic digit
@@ -120,6 +123,7 @@ def test_chinese_signs_and_ranges(text: str, language: str, expected: str) -> No
     ("３－５分", "3から5分"),
     ("湿度は40%〜60%です", "湿度は40パーセントから60パーセントです"),
     ("気温は75°Fです", "気温は華氏75度です"),                    # was 75度 and the letter F
+    ("7:30 AMに会議、8 PMまで", "午前7時30分に会議、午後8時まで"),
     ("03-1234-5678に電話", "03-1234-5678に電話"),          # a phone number keeps its dashes
     ("A-1番", "A-1番"),
     ("24:00に終了", "24時に終了"),
@@ -145,6 +149,7 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     ("10:30:15에 시작", "열 시 삼십 분 십오 초에 시작"),          # was 십:삼십:십오
     ("123,456원", "십이만삼천사백오십육원"),
     ("기온은 75°F입니다", "기온은 화씨 칠십오도입니다"),          # the sign was not said
+    ("7:30 PM에 회의, 8 AM에 출발", "오후 일곱 시 삼십 분에 회의, 오전 여덟 시에 출발"),
 ])
 def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
     assert normalize_korean(text) == expected

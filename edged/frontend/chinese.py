@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .signs import SIGN, plain_digits, range_pattern, read_ranges
+from .signs import SIGN, meridiem_first, plain_digits, range_pattern, read_ranges
 
 NORMALIZER_VERSION: Final = "zh-3"
 
@@ -136,6 +136,7 @@ def normalize_chinese(text: str, language: str = "zh") -> str:
     text = _LONG_DIGITS.sub(lambda m: code_digits(m[0], language), text)
     text = read_ranges(text, _RANGE, "到", frozenset("%％"))
     text = _BELOW_ZERO.sub(lambda m: "零下" + m[1], text)
+    text = meridiem_first(text, _part_of_day, "点")
     text = _TIME.sub(_time, text)
     text = _TIME_RANGE.sub("到", text)
     text = _MONEY.sub(lambda m: number_words(m[2]) + _CURRENCY[m[1]], text)
@@ -144,6 +145,13 @@ def normalize_chinese(text: str, language: str = "zh") -> str:
     text = _PLAIN.sub(_plain, text)
     text = _LEFT_DIGITS.sub(lambda m: digit_words(m[0]), text)  # ".5", "1.2.3": never dropped
     return text.translate(_TRADITIONAL) if language == "yue" else text
+
+
+def _part_of_day(pm: bool, hour: int) -> str:
+    """What Mandarin and Cantonese say before a 12-hour time: 7:30 PM is 晚上七点三十分."""
+    if pm:
+        return "中午" if hour == 12 else "下午" if hour < 6 else "晚上"
+    return "凌晨" if hour == 12 or hour < 6 else "上午"
 
 
 def _time(match: re.Match[str]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .signs import SIGN, plain_digits, range_pattern, read_ranges
+from .signs import SIGN, meridiem_first, plain_digits, range_pattern, read_ranges
 
 NORMALIZER_VERSION: Final = "ja-2"
 
@@ -29,6 +29,7 @@ _SIGN: Final = re.compile(SIGN + r"(?=\d)")
 def normalize_japanese(text: str) -> str:
     text = plain_digits(text)
     text = _DATE.sub(lambda m: f"{int(m[1])}年{int(m[2])}月{int(m[3])}日", text)
+    text = meridiem_first(text, lambda pm, _hour: "午後" if pm else "午前", "時")
     text = _TIME.sub(lambda m: f"{int(m[1])}時" + (f"{int(m[2])}分" if int(m[2]) or m[3] else "")
                      + (f"{int(m[3])}秒" if m[3] and int(m[3]) else ""), text)
     text = _FAHRENHEIT.sub(r"華氏\1度", text)  # 75°F was 75度 and the letter F

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .signs import SIGN, plain_digits, range_pattern, read_ranges
+from .signs import SIGN, meridiem_first, plain_digits, range_pattern, read_ranges
 
 NORMALIZER_VERSION: Final = "ko-3"
 
@@ -95,6 +95,7 @@ def normalize_korean(text: str) -> str:
     text = _BELOW_ZERO.sub("영하 ", text)
     text = _FAHRENHEIT.sub(r"화씨 \1도", text)  # 75°F was 칠십오°F: the sign not said
     text = text.replace("°C", "도").replace("℃", "도")
+    text = meridiem_first(text, lambda pm, _hour: "오후 " if pm else "오전 ", "시")
     text = _TIME.sub(lambda m: f"{native_number(_hour12(int(m[1])))} 시"
                                + (f" {sino_number(int(m[2]))} 분" if int(m[2]) or m[3] else "")
                                + (f" {sino_number(int(m[3]))} 초" if m[3] and int(m[3]) else ""), text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Final
 
 _OTHER_DIGIT: Final = re.compile(r"(?![0-9])\d")
@@ -52,3 +53,17 @@ def read_ranges(text: str, pattern: re.Pattern[str], word: str,
             first_unit = unit
         return first + (first_unit or "") + word + second + unit
     return pattern.sub(read, text)
+
+
+_MERIDIEM: Final = re.compile(r"(?<![\d:])(1[0-2]|0?[1-9])(?::([0-5]\d))?\s?([AaPp])\.?[Mm]\.?(?![A-Za-z])")
+
+
+def meridiem_first(text: str, word: Callable[[bool, int], str], hour: str) -> str:
+    """A 12-hour time with AM/PM ("7:30 PM", "7pm") as the language says it: `word(pm, hour)`
+    before the time (下午, 午後, 오후; the letters were said as English names), a bare hour
+    given its counter `hour` (点, 時, 시) for the rules after."""
+    def read(m: re.Match[str]) -> str:
+        h = int(m[1])
+        before = word(m[3] in "Pp", h)
+        return before + (f"{h}:{m[2]}" if m[2] else f"{h}{hour}")
+    return _MERIDIEM.sub(read, text)
