@@ -124,6 +124,7 @@ def test_chinese_signs_and_ranges(text: str, language: str, expected: str) -> No
     ("湿度は40%〜60%です", "湿度は40パーセントから60パーセントです"),
     ("気温は75°Fです", "気温は華氏75度です"),                    # was 75度 and the letter F
     ("7:30 AMに会議、8 PMまで", "午前7時30分に会議、午後8時まで"),
+    ("料金は$5、¥1,000です", "料金は5ドル、1000円です"),          # the signs were not said
     ("03-1234-5678に電話", "03-1234-5678に電話"),          # a phone number keeps its dashes
     ("A-1番", "A-1番"),
     ("24:00に終了", "24時に終了"),
@@ -150,6 +151,8 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     ("123,456원", "십이만삼천사백오십육원"),
     ("기온은 75°F입니다", "기온은 화씨 칠십오도입니다"),          # the sign was not said
     ("7:30 PM에 회의, 8 AM에 출발", "오후 일곱 시 삼십 분에 회의, 오전 여덟 시에 출발"),
+    ("가격은 $5, ₩10,000입니다", "가격은 오달러, 만원입니다"),        # the signs were not said
+    ("3개월 후", "삼개월 후"),                                    # was 세 개월 (a native 3)
 ])
 def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
     assert normalize_korean(text) == expected

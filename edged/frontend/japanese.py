@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .signs import SIGN, meridiem_first, plain_digits, range_pattern, read_ranges
+from .signs import SIGN, currency_after, meridiem_first, plain_digits, range_pattern, read_ranges
 
 NORMALIZER_VERSION: Final = "ja-2"
 
@@ -24,6 +24,8 @@ _PERCENT: Final = re.compile(r"(\d)\s?[%％]")
 _RANGE: Final = range_pattern(r"度|°C|℃|°|%|％|パーセント|時間|時|分間|分|秒|日間|週間|か月|ヶ月"
                               r"|年間|歳|才|人|個|回|円|キロ|メートル|センチ|ミリ|km|kg|cm|mm|m|g")
 _SIGN: Final = re.compile(SIGN + r"(?=\d)")
+_CURRENCIES: Final = {"$": "ドル", "US$": "米ドル", "HK$": "香港ドル", "¥": "円", "￥": "円",
+                      "€": "ユーロ", "£": "ポンド", "₩": "ウォン"}
 
 
 def normalize_japanese(text: str) -> str:
@@ -32,6 +34,7 @@ def normalize_japanese(text: str) -> str:
     text = meridiem_first(text, lambda pm, _hour: "午後" if pm else "午前", "時")
     text = _TIME.sub(lambda m: f"{int(m[1])}時" + (f"{int(m[2])}分" if int(m[2]) or m[3] else "")
                      + (f"{int(m[3])}秒" if m[3] and int(m[3]) else ""), text)
+    text = currency_after(text, _CURRENCIES)
     text = _FAHRENHEIT.sub(r"華氏\1度", text)  # 75°F was 75度 and the letter F
     text = read_ranges(text, _RANGE, "から")
     text = _SIGN.sub("マイナス", text)

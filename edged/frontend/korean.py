@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .signs import SIGN, meridiem_first, plain_digits, range_pattern, read_ranges
+from .signs import SIGN, currency_after, meridiem_first, plain_digits, range_pattern, read_ranges
 
 NORMALIZER_VERSION: Final = "ko-3"
 
@@ -25,7 +25,8 @@ _NATIVE_TENS: Final = ("", "열", "스물", "서른", "마흔", "쉰", "예순",
 _NATIVE_COUNTERS: Final = ("시간", "시", "개", "명", "살", "번째", "마리", "잔", "권", "병",
                            "사람", "달", "가지")
 """Counters read with native numbers (1-99). Not 번: "2번 출구" (exit 2) is Sino-Korean."""
-_COUNTED: Final = re.compile(r"(?<![\d.])(\d{1,2})\s?(" + "|".join(_NATIVE_COUNTERS) + ")")
+_COUNTED: Final = re.compile(r"(?<![\d.])(\d{1,2})\s?(" + "|".join(_NATIVE_COUNTERS) + ")(?![월러])")
+"""Not 개월 (months, Sino-Korean: 삼 개월) nor 달러 (dollars: 오 달러), which begin like 개, 달."""
 _TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])")
 _TIME_RANGE: Final = re.compile(r"(?<=[시분])\s?[-~～〜]\s?(?=[가-힣]+ 시)")
 """Between two clock times once read (9:00-17:00 -> 아홉 시에서 다섯 시)."""
@@ -40,6 +41,8 @@ _RANGE: Final = range_pattern(r"°C|℃|도|%|％|시간|시|분|초|일|개월|
                               r"|km|kg|cm|mm|m|g")
 _PHONE: Final = re.compile(r"(?<![\d.\-])\d{2,4}-\d{3,4}-\d{4}(?![\d\-])|(?<![\d.])0\d{8,10}(?!\d)")
 _PHONE_DIGITS: Final = "공일이삼사오육칠팔구"
+_CURRENCIES: Final = {"$": "달러", "US$": "미국 달러", "HK$": "홍콩 달러", "¥": "엔", "￥": "엔",
+                      "€": "유로", "£": "파운드", "₩": "원"}
 _CODE: Final = re.compile(r"(?<![A-Za-z])[A-Z]{1,3}(?=\d)|(?<=\d)[A-Z]{1,2}(?![A-Za-z])")
 _LETTERS: Final = dict(zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ", [
     "에이", "비", "씨", "디", "이", "에프", "지", "에이치", "아이", "제이", "케이", "엘", "엠",
@@ -93,6 +96,7 @@ def normalize_korean(text: str) -> str:
     text = _CODE.sub(lambda m: " ".join(_LETTERS[c] for c in m[0]) + " ", text)
     text = read_ranges(text, _RANGE, "에서 ")
     text = _BELOW_ZERO.sub("영하 ", text)
+    text = currency_after(text, _CURRENCIES)
     text = _FAHRENHEIT.sub(r"화씨 \1도", text)  # 75°F was 칠십오°F: the sign not said
     text = text.replace("°C", "도").replace("℃", "도")
     text = meridiem_first(text, lambda pm, _hour: "오후 " if pm else "오전 ", "시")

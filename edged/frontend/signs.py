@@ -67,3 +67,12 @@ def meridiem_first(text: str, word: Callable[[bool, int], str], hour: str) -> st
         before = word(m[3] in "Pp", h)
         return before + (f"{h}:{m[2]}" if m[2] else f"{h}{hour}")
     return _MERIDIEM.sub(read, text)
+
+
+_CURRENCY: Final = re.compile(r"(HK\$|US\$|[$¥￥€£₩])\s?(\d+(?:\.\d+)?)")
+
+
+def currency_after(text: str, names: dict[str, str]) -> str:
+    """An amount whose currency sign is written before it ("$5", "¥1000") with the currency's
+    name after it, as Japanese and Korean say it (5ドル, 1000円); the sign alone was not said."""
+    return _CURRENCY.sub(lambda m: m[2] + names[m[1]] if m[1] in names else m[0], text)
