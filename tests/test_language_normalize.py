@@ -153,6 +153,7 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     ("7:30 PM에 회의, 8 AM에 출발", "오후 일곱 시 삼십 분에 회의, 오전 여덟 시에 출발"),
     ("가격은 $5, ₩10,000입니다", "가격은 오달러, 만원입니다"),        # the signs were not said
     ("3개월 후", "삼개월 후"),                                    # was 세 개월 (a native 3)
+    ("15시 30분에 회의", "십오 시 삼십분에 회의"),                # was 열다섯 시 (native)
 ])
 def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
     assert normalize_korean(text) == expected

@@ -104,10 +104,17 @@ def normalize_korean(text: str) -> str:
                                + (f" {sino_number(int(m[2]))} 분" if int(m[2]) or m[3] else "")
                                + (f" {sino_number(int(m[3]))} 초" if m[3] and int(m[3]) else ""), text)
     text = _TIME_RANGE.sub("에서 ", text)
-    text = _COUNTED.sub(lambda m: f"{native_number(int(m[1]))} {m[2]}", text)
+    text = _COUNTED.sub(_counted, text)
     text = _PERCENT.sub(lambda m: ("마이너스 " if m[1] else "") + f"{_sino_decimal(m[2])} 퍼센트", text)
     return _NUMBER.sub(lambda m: ("마이너스 " if m[1] else "")
                        + _sino_decimal(m[2] + (f".{m[3]}" if m[3] else "")), text)
+
+
+def _counted(match: re.Match[str]) -> str:
+    number, counter = int(match[1]), match[2]
+    if counter == "시" and number > 12:  # a 24-hour clock is read Sino-Korean: 15시 십오 시
+        return f"{sino_number(number)} {counter}"
+    return f"{native_number(number)} {counter}"
 
 
 def _hour12(hour: int) -> int:
