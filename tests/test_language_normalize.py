@@ -98,6 +98,8 @@ def test_japanese(text: str, expected: str) -> None:
     ("门牌A-3号", "zh", "门牌A三号"),
     ("营业时间9:00-17:00", "zh", "营业时间九点到十七点"),
     ("一共1,500元", "zh", "一共一千五百元"),                   # was 一,五百元: one, five hundred
+    ("请拨打138-1234-5678", "zh", "请拨打幺三八 幺二三四 五六七八"),  # the dashes were 负
+    ("电话：+86 10 1234 5678", "zh", "电话：八六 幺零 幺二三四 五六七八"),
     ("已經用咗12,345蚊", "yue", "已經用咗一萬二千三百四十五蚊"),
     ("1,2,3", "zh", "一,二,三"),                                # a list, not a grouped number
     ("下午2点开会，买了2个苹果，还有2小时", "zh", "下午两点开会，买了两个苹果，还有两小时"),
@@ -154,6 +156,8 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     ("가격은 $5, ₩10,000입니다", "가격은 오달러, 만원입니다"),        # the signs were not said
     ("3개월 후", "삼개월 후"),                                    # was 세 개월 (a native 3)
     ("15시 30분에 회의", "십오 시 삼십분에 회의"),                # was 열다섯 시 (native)
+    ("119에 신고하세요", "일일구에 신고하세요"),                  # was 백십구 (an amount)
+    ("사과 120개", "사과 백이십개"),
 ])
 def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
     assert normalize_korean(text) == expected

@@ -53,7 +53,11 @@ _CODE: Final = re.compile(r"(?<![A-Za-z\d])([A-Z]{1,3})[-\s]?(\d+)(?![\d.:])|(?<
                           r"(?![A-Za-z])")
 _NUMBER_NAMED: Final = re.compile(r"(拨打|撥打|致电|電話|电话|号码|號碼|热线|熱線|手机|手機|分机|分機"
                                   r"|密码|密碼|验证码|驗證碼|编号|編號|单号|單號|房间|房間|房号|房號"
-                                  r"|车次|車次|航班|巴士|公交|路线|路線)(是|為|为|：|:|\s)*(\d{2,})(?![\d.:])")
+                                  r"|车次|車次|航班|巴士|公交|路线|路線)(是|為|为|：|:|\s)*"
+                                  r"(\+?\d{2,}(?:[ -]\d{2,})*)(?![\d.:])")
+_PHONE: Final = re.compile(r"(?<![\d.\-+])(?:\+\d{1,3}[ -]?)?\d{3,4}(?:-\d{3,4}){1,2}(?![\d\-])")
+"""A number written in dashed groups (138-1234-5678, +86-10-1234): a phone number, read digit by
+digit; its dashes were read as minus signs (幺三八负一千二百三十四)."""
 _LONG_DIGITS: Final = re.compile(r"(?<![\d.])\d{7,}(?![\d.]|\s?[元块塊万萬亿億])")
 _RANGE: Final = range_pattern(r"°C|°F|℃|度|%|％|kWh|kW|kg|mg|km|cm|mm|ml|mL|MB|GB|Hz|min|g|m|L"
                               r"|分钟|分鐘|小时|小時|秒|天|日|个|個|人|元|块|塊|岁|歲|次|层|層|公里|米|周|週")
@@ -131,8 +135,9 @@ def normalize_chinese(text: str, language: str = "zh") -> str:
                                f"{integer_words(int(m[3]))}日", text)
     text = _CODE.sub(lambda m: (m[1] + code_digits(m[2], language)) if m[1]
                      else code_digits(m[3], language) + m[4], text)
-    text = _NUMBER_NAMED.sub(lambda m: m[0][:len(m[0]) - len(m[3])] + code_digits(m[3], language),
-                             text)
+    text = _NUMBER_NAMED.sub(lambda m: m[0][:len(m[0]) - len(m[3])]
+                             + _grouped_digits(m[3], language), text)
+    text = _PHONE.sub(lambda m: _grouped_digits(m[0], language), text)
     text = _LONG_DIGITS.sub(lambda m: code_digits(m[0], language), text)
     text = read_ranges(text, _RANGE, "到", frozenset("%％"))
     text = _BELOW_ZERO.sub(lambda m: "零下" + m[1], text)
@@ -145,6 +150,13 @@ def normalize_chinese(text: str, language: str = "zh") -> str:
     text = _PLAIN.sub(_plain, text)
     text = _LEFT_DIGITS.sub(lambda m: digit_words(m[0]), text)  # ".5", "1.2.3": never dropped
     return text.translate(_TRADITIONAL) if language == "yue" else text
+
+
+def _grouped_digits(number: str, language: str) -> str:
+    """A phone number's groups digit by digit, a space (a pause) between them; its country code's
+    plus left out (+86 is said 八六)."""
+    return " ".join(code_digits(group, language) for group in re.split(r"[ -]", number.lstrip("+"))
+                    if group)
 
 
 def _part_of_day(pm: bool, hour: int) -> str:

@@ -41,6 +41,10 @@ _RANGE: Final = range_pattern(r"°C|℃|도|%|％|시간|시|분|초|일|개월|
                               r"|km|kg|cm|mm|m|g")
 _PHONE: Final = re.compile(r"(?<![\d.\-])\d{2,4}-\d{3,4}-\d{4}(?![\d\-])|(?<![\d.])0\d{8,10}(?!\d)")
 _PHONE_DIGITS: Final = "공일이삼사오육칠팔구"
+_SERVICE: Final = re.compile(r"(?<![\d.\-])\d{3,4}"
+                             r"(?=\s?(?:번으로|번에|으로|로|에|번)?\s?(?:신고|전화|연락|문의))")
+"""A number called (119에 신고, 1330으로 전화): read digit by digit (일일구), not as an amount
+(백십구)."""
 _CURRENCIES: Final = {"$": "달러", "US$": "미국 달러", "HK$": "홍콩 달러", "¥": "엔", "￥": "엔",
                       "€": "유로", "£": "파운드", "₩": "원"}
 _CODE: Final = re.compile(r"(?<![A-Za-z])[A-Z]{1,3}(?=\d)|(?<=\d)[A-Z]{1,2}(?![A-Za-z])")
@@ -88,6 +92,7 @@ def native_number(number: int) -> str:
 
 def normalize_korean(text: str) -> str:
     text = plain_digits(text)
+    text = _SERVICE.sub(lambda m: "".join(_PHONE_DIGITS[int(d)] for d in m[0]), text)
     text = _PHONE.sub(lambda m: " ".join("".join(_PHONE_DIGITS[int(d)] for d in group)
                                          for group in m[0].split("-")), text)
     text = _DATE.sub(lambda m: f"{sino_number(int(m[1]))}년 "
