@@ -55,9 +55,10 @@ _NUMBER_NAMED: Final = re.compile(r"(拨打|撥打|致电|電話|电话|号码|�
                                   r"|密码|密碼|验证码|驗證碼|编号|編號|单号|單號|房间|房間|房号|房號"
                                   r"|车次|車次|航班|巴士|公交|路线|路線)(是|為|为|：|:|\s)*"
                                   r"(\+?\d{2,}(?:[ -]\d{2,})*)(?![\d.:])")
-_PHONE: Final = re.compile(r"(?<![\d.\-+])(?:\+\d{1,3}[ -]?)?\d{3,4}(?:-\d{3,4}){1,2}(?![\d\-])")
-"""A number written in dashed groups (138-1234-5678, +86-10-1234): a phone number, read digit by
-digit; its dashes were read as minus signs (幺三八负一千二百三十四)."""
+_PHONE: Final = re.compile(r"(?<![\d.\-+])(?:\+\d{1,3}[ -]?)?(?:\d{3,4}-\d{3,4}-\d{4}|0\d{2,3}-\d{7,8})"
+                           r"(?![\d\-])")
+"""A phone number in dashed groups (138-1234-5678, 0755-12345678): read digit by digit; its
+dashes were read as minus signs (幺三八负一千二百三十四). Two short groups are a range (100-200元)."""
 _LONG_DIGITS: Final = re.compile(r"(?<![\d.])\d{7,}(?![\d.]|\s?[元块塊万萬亿億])")
 _RANGE: Final = range_pattern(r"°C|°F|℃|度|%|％|kWh|kW|kg|mg|km|cm|mm|ml|mL|MB|GB|Hz|min|g|m|L"
                               r"|分钟|分鐘|小时|小時|秒|天|日|个|個|人|元|块|塊|岁|歲|次|层|層|公里|米|周|週")
