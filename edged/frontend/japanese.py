@@ -21,7 +21,7 @@ _DATE: Final = re.compile(r"(?<!\d)(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?!\d)")
 _FAHRENHEIT: Final = re.compile(r"(-?\d+(?:\.\d+)?)\s?(?:°F|℉)")
 _DEGREES: Final = re.compile(r"(\d)\s?(?:°C|℃|°)")
 _PERCENT: Final = re.compile(r"(\d)\s?[%％]")
-_RANGE: Final = range_pattern(r"度|°C|℃|°|%|％|パーセント|時間|時|分間|分|秒|日間|週間|か月|ヶ月"
+_RANGE: Final = range_pattern(r"度|°C|℃|°|%|％|パーセント|時間|時|分間|分|秒|日間|日|週間|か月|ヶ月"
                               r"|年間|歳|才|人|個|回|円|キロ|メートル|センチ|ミリ|km|kg|cm|mm|m|g")
 _SIGN: Final = re.compile(SIGN + r"(?=\d)")
 _CURRENCIES: Final = {"$": "ドル", "US$": "米ドル", "HK$": "香港ドル", "¥": "円", "￥": "円",
