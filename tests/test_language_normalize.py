@@ -110,6 +110,7 @@ def test_japanese(text: str, expected: str) -> None:
     ("會議7:30 PM", "yue", "會議晚上七點三十分"),
     ("第2层，2楼，在2层，2月2日，2年级", "zh", "第二层，二楼，在二层，二月二日，二年级"),  # names
     ("會議14:00~15:30", "yue", "會議十四點到十五點三十分"),
+    ("周一~周五营业，上午10点~下午2点", "zh", "周一到周五营业，上午十点到下午两点"),  # ~ unsaid
     ("溫度٣度", "yue", "溫度三度"),                         # an Arabic-Indic digit
     ("明天氣溫3-5度", "yue", "明天氣溫三到五度"),
 ])
@@ -127,6 +128,7 @@ def test_chinese_signs_and_ranges(text: str, language: str, expected: str) -> No
     ("湿度は40%〜60%です", "湿度は40パーセントから60パーセントです"),
     ("気温は75°Fです", "気温は華氏75度です"),                    # was 75度 and the letter F
     ("7:30 AMに会議、8 PMまで", "午前7時30分に会議、午後8時まで"),
+    ("月〜金曜日、午前10時〜午後2時。よろしく〜！", "月から金曜日、午前10時から午後2時。よろしく〜！"),
     ("料金は$5、¥1,000です", "料金は5ドル、1000円です"),          # the signs were not said
     ("03-1234-5678に電話", "03-1234-5678に電話"),          # a phone number keeps its dashes
     ("A-1番", "A-1番"),
@@ -159,6 +161,7 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     ("15시 30분에 회의", "십오 시 삼십분에 회의"),                # was 열다섯 시 (native)
     ("119에 신고하세요", "일일구에 신고하세요"),                  # was 백십구 (an amount)
     ("사과 120개", "사과 백이십개"),
+    ("월~금 영업", "월에서 금 영업"),
 ])
 def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
     assert normalize_korean(text) == expected

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .signs import SIGN, meridiem_first, plain_digits, range_pattern, read_ranges
+from .signs import SIGN, meridiem_first, plain_digits, range_pattern, read_ranges, wave_ranges
 
 NORMALIZER_VERSION: Final = "zh-3"
 
@@ -150,6 +150,7 @@ def normalize_chinese(text: str, language: str = "zh") -> str:
     text = _TWO_COUNTED.sub("两", text)
     text = _PLAIN.sub(_plain, text)
     text = _LEFT_DIGITS.sub(lambda m: digit_words(m[0]), text)  # ".5", "1.2.3": never dropped
+    text = wave_ranges(text, "到")
     return text.translate(_TRADITIONAL) if language == "yue" else text
 
 

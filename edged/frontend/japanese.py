@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .signs import SIGN, currency_after, meridiem_first, plain_digits, range_pattern, read_ranges
+from .signs import SIGN, currency_after, meridiem_first, plain_digits, range_pattern, read_ranges, wave_ranges
 
 NORMALIZER_VERSION: Final = "ja-2"
 
@@ -38,6 +38,7 @@ def normalize_japanese(text: str) -> str:
     text = _FAHRENHEIT.sub(r"華氏\1度", text)  # 75°F was 75度 and the letter F
     text = read_ranges(text, _RANGE, "から")
     text = _SIGN.sub("マイナス", text)
+    text = wave_ranges(text, "から")
     text = _DEGREES.sub(r"\1度", text)
     return _PERCENT.sub(r"\1パーセント", text)
 

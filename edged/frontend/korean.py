@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .signs import SIGN, currency_after, meridiem_first, plain_digits, range_pattern, read_ranges
+from .signs import SIGN, currency_after, meridiem_first, plain_digits, range_pattern, read_ranges, wave_ranges
 
 NORMALIZER_VERSION: Final = "ko-3"
 
@@ -111,8 +111,9 @@ def normalize_korean(text: str) -> str:
     text = _TIME_RANGE.sub("에서 ", text)
     text = _COUNTED.sub(_counted, text)
     text = _PERCENT.sub(lambda m: ("마이너스 " if m[1] else "") + f"{_sino_decimal(m[2])} 퍼센트", text)
-    return _NUMBER.sub(lambda m: ("마이너스 " if m[1] else "")
+    text = _NUMBER.sub(lambda m: ("마이너스 " if m[1] else "")
                        + _sino_decimal(m[2] + (f".{m[3]}" if m[3] else "")), text)
+    return wave_ranges(text, "에서 ")
 
 
 def _counted(match: re.Match[str]) -> str:

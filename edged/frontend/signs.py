@@ -76,3 +76,13 @@ def currency_after(text: str, names: dict[str, str]) -> str:
     """An amount whose currency sign is written before it ("$5", "¥1000") with the currency's
     name after it, as Japanese and Korean say it (5ドル, 1000円); the sign alone was not said."""
     return _CURRENCY.sub(lambda m: m[2] + names[m[1]] if m[1] in names else m[0], text)
+
+
+_WAVE: Final = re.compile(r"(?<=[^\W_])\s?[~～〜]\s?(?=[^\W_])")
+
+
+def wave_ranges(text: str, word: str) -> str:
+    """A wave dash between two words is a range in Chinese, Japanese and Korean text (周一~周五,
+    午前10時〜午後2時, 월~금): said with `word`, where it was a pause or nothing. At the end of a
+    word (よろしく〜) it draws the word out, and stays."""
+    return _WAVE.sub(word, text)
