@@ -30,6 +30,7 @@ _UNITS: Final = {
     "%": "", "％": "",
 }
 _CURRENCY: Final = {"¥": "元", "￥": "元", "$": "美元", "€": "欧元", "£": "英镑", "HK$": "港元"}
+"""In Cantonese (Hong Kong) a bare $ is the local dollar: 元, not 美元."""
 _TRADITIONAL: Final = str.maketrans({"两": "兩", "点": "點", "时": "時", "欧": "歐", "镑": "鎊", "华": "華",
                                      "摄": "攝", "里": "里", "钟": "鐘", "负": "負", "万": "萬",
                                      "亿": "億", "兆": "兆", "赫": "赫", "吉": "吉", "节": "節",
@@ -145,7 +146,8 @@ def normalize_chinese(text: str, language: str = "zh") -> str:
     text = meridiem_first(text, _part_of_day, "点")
     text = _TIME.sub(_time, text)
     text = _TIME_RANGE.sub("到", text)
-    text = _MONEY.sub(lambda m: number_words(m[2]) + _CURRENCY[m[1]], text)
+    text = _MONEY.sub(lambda m: number_words(m[2]) + ("元" if language == "yue" and m[1] == "$"
+                                                      else _CURRENCY[m[1]]), text)
     text = _MEASURE.sub(_measure, text)
     text = _TWO_COUNTED.sub("两", text)
     text = _PLAIN.sub(_plain, text)
