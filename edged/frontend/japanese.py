@@ -12,13 +12,21 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .signs import SIGN, currency_after, meridiem_first, plain_digits, range_pattern, read_ranges, wave_ranges
+from .signs import (
+    FAHRENHEIT,
+    SIGN,
+    currency_after,
+    meridiem_first,
+    plain_digits,
+    range_pattern,
+    read_ranges,
+    wave_ranges,
+)
 
 NORMALIZER_VERSION: Final = "ja-2"
 
 _TIME: Final = re.compile(r"(?<![\d:])([01]?\d|2[0-4])[:：]([0-5]\d)(?:[:：]([0-5]\d))?(?![\d:])")
 _DATE: Final = re.compile(r"(?<!\d)(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?!\d)")
-_FAHRENHEIT: Final = re.compile(r"(-?\d+(?:\.\d+)?)\s?(?:°F|℉)")
 _DEGREES: Final = re.compile(r"(\d)\s?(?:°C|℃|°)")
 _PERCENT: Final = re.compile(r"(\d)\s?[%％]")
 _RANGE: Final = range_pattern(r"度|°C|℃|°|%|％|パーセント|時間|時|分間|分|秒|日間|日|週間|か月|ヶ月"
@@ -35,7 +43,7 @@ def normalize_japanese(text: str) -> str:
     text = _TIME.sub(lambda m: f"{int(m[1])}時" + (f"{int(m[2])}分" if int(m[2]) or m[3] else "")
                      + (f"{int(m[3])}秒" if m[3] and int(m[3]) else ""), text)
     text = currency_after(text, _CURRENCIES)
-    text = _FAHRENHEIT.sub(r"華氏\1度", text)  # 75°F was 75度 and the letter F
+    text = FAHRENHEIT.sub(r"華氏\1度", text)  # 75°F was 75度 and the letter F
     text = read_ranges(text, _RANGE, "から")
     text = _SIGN.sub("マイナス", text)
     text = wave_ranges(text, "から")

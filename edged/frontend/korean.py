@@ -13,7 +13,16 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .signs import SIGN, currency_after, meridiem_first, plain_digits, range_pattern, read_ranges, wave_ranges
+from .signs import (
+    FAHRENHEIT,
+    SIGN,
+    currency_after,
+    meridiem_first,
+    plain_digits,
+    range_pattern,
+    read_ranges,
+    wave_ranges,
+)
 
 NORMALIZER_VERSION: Final = "ko-3"
 
@@ -33,7 +42,6 @@ _TIME_RANGE: Final = re.compile(r"(?<=[시분])\s?[-~～〜]\s?(?=[가-힣]+ 시
 _PERCENT: Final = re.compile(r"(?<![\d.])((?:" + SIGN + r")?)(\d+(?:\.\d+)?)\s?[%％]")
 _NUMBER: Final = re.compile(r"(?<![\d.])((?:" + SIGN + r")?)(\d+)(?:\.(\d+))?(?!\d)")
 _BELOW_ZERO: Final = re.compile(SIGN + r"(?=\d+(?:\.\d+)?\s?(?:에서 -?\d+(?:\.\d+)?\s?)?(?:°C|℃|도))")
-_FAHRENHEIT: Final = re.compile(r"(-?\d+(?:\.\d+)?)\s?(?:°F|℉)")
 _DATE: Final = re.compile(r"(?<![\d.\-])(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d|[.\-]\d)")
 _MONTHS: Final = {6: "유월", 10: "시월"}
 """The months said apart from their number's reading (육월, 십월 are not said)."""
@@ -92,9 +100,8 @@ def native_number(number: int) -> str:
 
 def normalize_korean(text: str) -> str:
     text = plain_digits(text)
-    text = _SERVICE.sub(lambda m: "".join(_PHONE_DIGITS[int(d)] for d in m[0]), text)
-    text = _PHONE.sub(lambda m: " ".join("".join(_PHONE_DIGITS[int(d)] for d in group)
-                                         for group in m[0].split("-")), text)
+    text = _SERVICE.sub(lambda m: _phone_digits(m[0]), text)
+    text = _PHONE.sub(lambda m: " ".join(_phone_digits(group) for group in m[0].split("-")), text)
     text = _DATE.sub(lambda m: f"{sino_number(int(m[1]))}년 "
                              f"{_MONTHS.get(int(m[2]), sino_number(int(m[2])) + '월')} "
                              f"{sino_number(int(m[3]))}일", text)
@@ -102,7 +109,7 @@ def normalize_korean(text: str) -> str:
     text = read_ranges(text, _RANGE, "에서 ")
     text = _BELOW_ZERO.sub("영하 ", text)
     text = currency_after(text, _CURRENCIES)
-    text = _FAHRENHEIT.sub(r"화씨 \1도", text)  # 75°F was 칠십오°F: the sign not said
+    text = FAHRENHEIT.sub(r"화씨 \1도", text)  # 75°F was 칠십오°F: the sign not said
     text = text.replace("°C", "도").replace("℃", "도")
     text = meridiem_first(text, lambda pm, _hour: "오후 " if pm else "오전 ", "시")
     text = _TIME.sub(lambda m: f"{native_number(_hour12(int(m[1])))} 시"
@@ -114,6 +121,11 @@ def normalize_korean(text: str) -> str:
     text = _NUMBER.sub(lambda m: ("마이너스 " if m[1] else "")
                        + _sino_decimal(m[2] + (f".{m[3]}" if m[3] else "")), text)
     return wave_ranges(text, "에서 ")
+
+
+def _phone_digits(digits: str) -> str:
+    """Digits as a number called is said: 119 -> 일일구, 010 -> 공일공."""
+    return "".join(_PHONE_DIGITS[int(d)] for d in digits)
 
 
 def _counted(match: re.Match[str]) -> str:

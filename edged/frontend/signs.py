@@ -23,6 +23,8 @@ SIGN: Final = r"(?<![0-9A-Za-z.\-])-"
 """A minus that is a number's sign: not after a digit (a range, a phone number, a date) nor
 after a letter (a code such as A-1)."""
 _JOIN: Final = r"\s?[-~～〜]\s?"
+FAHRENHEIT: Final = re.compile(r"(-?\d+(?:\.\d+)?)\s?(?:°F|℉)")
+"""A temperature in Fahrenheit (75°F): group 1 is its number."""
 
 
 def plain_digits(text: str) -> str:
