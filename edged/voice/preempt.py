@@ -36,7 +36,6 @@ class CutIn:
         self.stopping = False
         self.paused_s = 0.0
         """Time spent on critical work inside stopped calls: not the stopped work's time."""
-        self.stops = 0
 
     def stop(self) -> None:
         """Stop the call this worker runs (or its next one) at its next node (the scheduler's
@@ -51,7 +50,6 @@ class CutIn:
 
     def serve(self) -> None:
         started = time.monotonic()
-        self.stops += 1
         try:
             self._serve(self)
         finally:
