@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from typing import Final
 
 from ..audio import Audio, with_volume
 from ..house import Schedule
@@ -26,6 +29,9 @@ from .events import Finished
 from .job import Job
 
 _LOGGER = logging.getLogger(__name__)
+_BEAT_EVERY_S: Final = 5.0
+"""The announcer's heartbeat while it waits for a plan: it is alive (a critical request would be
+served now), whatever a voice's load takes; the watchdog's age is 90 s."""
 
 
 class Heartbeat:
@@ -45,6 +51,10 @@ class Skipped(Exception):
     def __init__(self, late_s: float) -> None:
         super().__init__(f"late by {1000 * late_s:.0f} ms")
         self.late_s = late_s
+
+
+class Abandoned(Exception):
+    """Stopped (Job.stop) while its voice was still being loaded: nothing was spoken."""
 
 
 class Announcer:
@@ -76,9 +86,7 @@ class Announcer:
             volume *= self._settings.volume_factor
         if self._schedule is not None:
             volume *= self._schedule.volume_factor(request.priority)
-        utterance = self._speech.utterance(request.text, request.voice, speaker=request.speaker,
-                                           speed=request.speed, language=request.language,
-                                           rank=request.rank)
+        utterance = self._plan(job)
         delivery = _Delivery(job, self._sink(job) if job.publishes else None, volume=volume,
                              keep=self._fallback_to_publish and not job.publishes, beat=self._beat)
         report: PlaybackReport | None = None
@@ -91,6 +99,28 @@ class Announcer:
             else:
                 _drain(chunks)
         return delivery.finished(job, stream, report)
+
+    def _plan(self, job: Job) -> Utterance:
+        """The job's utterance, planned on a thread of its own: planning may load a voice (a
+        second or two, 9 s on a loaded machine, minutes when a Kokoro model must be prepared
+        first), and a critical request that arrives meanwhile stops this job (Job.stop) and is
+        served at once rather than after the load. The load goes on; its voice stays loaded."""
+        request = job.request
+        planned: Future[Utterance] = Future()
+
+        def plan() -> None:
+            try:
+                planned.set_result(self._speech.utterance(
+                    request.text, request.voice, speaker=request.speaker, speed=request.speed,
+                    language=request.language, rank=request.rank))
+            except BaseException as err:  # the announcer raises it (or drops it if stopped)
+                planned.set_exception(err)
+
+        threading.Thread(target=plan, name="edged-plan", daemon=True).start()
+        utterance = job.wait(planned, self._beat, _BEAT_EVERY_S)
+        if utterance is None:
+            raise Abandoned(job.abort or "stopped")
+        return utterance
 
     def _play(self, job: Job, chunks: Iterator[Audio], utterance: Utterance,
               delivery: _Delivery) -> PlaybackReport | None:

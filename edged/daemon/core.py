@@ -39,7 +39,7 @@ from ..config import Config
 from ..house import Reply, late_error
 from ..mqtt import Origin, Ticket
 from .admission import Duplicate, Refusal
-from .announcer import Skipped
+from .announcer import Abandoned, Skipped
 from .events import ControlDone, Event, Failed, Finished, Queued, Started
 from .job import Job
 from .jobqueue import QueueFull
@@ -280,6 +280,10 @@ class Daemon:
         self._publish_state()
         try:
             finished = self._announcer.announce(job)
+        except Abandoned:
+            if job.abort != SHUTDOWN:  # else left unacknowledged: redelivered after the restart
+                self._finish(job, Failed(job.request.id, error=job.abort or "stopped"))
+            return
         except Skipped as skipped:
             self._finish(job, Failed(job.request.id, late_ms=round(1000 * skipped.late_s, 1),
                                      error=late_error(skipped.late_s, self.config.groups_late)))

@@ -4,12 +4,16 @@ it, the announcer speaks it, and the quiet-hours keeper may hold or expire it.""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from ..house import Instant, Reply
 from ..mqtt import Ticket
 from .requests import Request
+
+T = TypeVar("T")
 
 
 class Closable(Protocol):
@@ -37,6 +41,7 @@ class Job:
     group: str | None = None
     _stream: Closable | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _wake: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def attach(self, stream: Closable) -> None:
         """The speech stream the announcer reads: closed at once when the job is stopped, now
@@ -56,9 +61,21 @@ class Job:
                 return False
             self.abort = reason
             stream = self._stream
+        self._wake.set()
         if stream is not None:
             stream.close()
         return True
+
+    def wait(self, work: Future[T], beat: Callable[[], None], every_s: float) -> T | None:
+        """`work`'s result (or its exception), or None as soon as the job is stopped: `work`
+        then goes on without it. `beat()` every `every_s` while waiting."""
+        work.add_done_callback(lambda _done: self._wake.set())
+        while not self._wake.wait(every_s):
+            beat()
+        with self._lock:
+            if self.abort is not None:
+                return None
+        return work.result()
 
     @property
     def plays(self) -> bool:

@@ -73,6 +73,9 @@ class LoadedVoices:
         self._voices: OrderedDict[str, VoiceBackend] = OrderedDict()
         self._cost_mb: dict[str, float] = {}
         self._lock = threading.Lock()
+        """Guards `_voices` and `_cost_mb`; held for no longer than a lookup."""
+        self._loading = threading.Lock()
+        """Held through a load (and the unloads that make room for it): one at a time."""
 
     @property
     def default_names(self) -> frozenset[str]:
@@ -145,19 +148,33 @@ class LoadedVoices:
         if self._default is not None and (name is None or name in self.default_names):
             return self._default
         name = name or self._config.voice.name
-        with self._lock:
-            voice = self._voices.get(name)
-            if voice is not None:
-                self._voices.move_to_end(name)
-                return voice
+        if (voice := self._loaded(name)) is not None:
+            return voice
+        # One load at a time, each measured with the others done, but the dictionary is free
+        # meanwhile: a load can take minutes (a Kokoro model's first preparation on a Pi), and
+        # a critical request for a voice already loaded, admission's `fits`, and the scheduler's
+        # workers giving memory back (`reclaim`) must not wait for it. They did: a worker
+        # blocked in `reclaim` while the load waited for a worker to run its first inference.
+        with self._loading:
+            if (voice := self._loaded(name)) is not None:
+                return voice  # the load this thread waited for was this voice's
             self._make_room(name, within_budget)
             before = rss_mb()
             voice = self._loader(self._config, name)
             self._first_inference(voice)  # it allocates the arena: count it too
-            self._cost_mb[name] = rss_mb() - before
-            self._voices[name] = voice
+            cost = rss_mb() - before
+            with self._lock:
+                self._cost_mb[name] = cost
+                self._voices[name] = voice
             _LOGGER.info("Voice %s loaded: +%.0f MB (process %.0f MB, budget %.0f MB)",
-                         name, self._cost_mb[name], rss_mb(), self._budget_mb)
+                         name, cost, rss_mb(), self._budget_mb)
+            return voice
+
+    def _loaded(self, name: str) -> VoiceBackend | None:
+        with self._lock:
+            voice = self._voices.get(name)
+            if voice is not None:
+                self._voices.move_to_end(name)
             return voice
 
     def fits(self, name: str) -> str | None:
@@ -169,11 +186,11 @@ class LoadedVoices:
         with self._lock:
             if name in self._voices:
                 return None
-            try:
-                need = self.cost_mb(name)
-            except VoiceError:
-                return None
-            return self._beyond_pinned(name, need)
+        try:
+            need = self.cost_mb(name)
+        except VoiceError:
+            return None
+        return self._beyond_pinned(name, need)
 
     def _beyond_pinned(self, name: str, need: float) -> str | None:
         pinned = self._pinned_mb()
@@ -187,7 +204,8 @@ class LoadedVoices:
         if within_budget and (why := self._beyond_pinned(name, need)):
             raise OverBudget(why)
         while self._voices and rss_mb() + need > self._budget_mb:
-            victim, _voice = self._voices.popitem(last=False)
+            with self._lock:
+                victim, _voice = self._voices.popitem(last=False)
             del _voice
             release_freed_memory()
             _LOGGER.warning(
@@ -218,8 +236,10 @@ class LoadedVoices:
         return True
 
     def _pinned_mb(self) -> float:
-        """What stays whatever is unloaded (lock held): the process without its other voices."""
-        return rss_mb() - sum(self._cost_mb.get(n, 0.0) for n in self._voices)
+        """What stays whatever is unloaded: the process without its other voices."""
+        with self._lock:
+            unloadable = sum(self._cost_mb.get(n, 0.0) for n in self._voices)
+        return rss_mb() - unloadable
 
 
 def _synthesize_ready(voice: VoiceBackend) -> None:

@@ -1,0 +1,191 @@
+"""A voice being loaded holds nothing else up: not the voices already loaded, not admission's
+budget question, not the scheduler's workers giving memory back, and not a critical
+announcement. A load takes a second or two, 9 s on a loaded machine, minutes when a Kokoro
+model must be prepared first on a Pi; before, LoadedVoices held its one lock through it, so all
+of these waited, a worker that went idle blocked in `reclaim` while the load waited for a
+worker to run its first inference (with one worker: for ever), and the announcer, planning a
+normal request, served a critical one only after the load.
+
+Real parts: the daemon's own composition (assembly._speech, or the whole daemon in this
+process), the real voices. Each load is a real load held at a gate first, so that what the test
+does meanwhile does not depend on how long a load takes. The bounded waits (`_GUARD_S`) only keep
+a regression from hanging the suite: what is asserted is that each thing returned while the
+load was still held.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edged.assembly import _speech
+from edged.config import Config, parse_config
+from edged.daemon.priorities import rank
+from edged.synthesis.speech import Speech
+from edged.voice import load_voice
+from edged.voice.backend import VoiceBackend
+from tests.harness.http_daemon import HttpDaemon
+from tests.harness.watcher import Watcher
+
+_GUARD_S = 120.0
+
+
+class Gate:
+    """Wraps LoadedVoices' loader: a load of `name` waits at the gate (`reached` set) until
+    `open()`; then the real loader loads it."""
+
+    def __init__(self, loader: Callable[[Config, str], VoiceBackend], name: str) -> None:
+        self._loader, self._name = loader, name
+        self.reached, self._open = threading.Event(), threading.Event()
+
+    def __call__(self, config: Config, name: str) -> VoiceBackend:
+        if name == self._name:
+            self.reached.set()
+            self._open.wait()
+        return self._loader(config, name)
+
+    def open(self) -> None:
+        self._open.set()
+
+
+def _held(speech: Speech, name: str) -> tuple[Gate, threading.Thread]:
+    """A thread loading voice `name` through `speech.voices`, held at its gate."""
+    # LoadedVoices takes its loader when the daemon composes it (assembly._speech): the gate
+    # goes in front of that one, the real load_voice.
+    gate = Gate(speech.voices._loader, name)  # noqa: SLF001
+    speech.voices._loader = gate  # type: ignore[method-assign]  # noqa: SLF001
+    loading = threading.Thread(target=speech.voices.get, args=(name,), daemon=True)
+    loading.start()
+    assert gate.reached.wait(_GUARD_S)
+    return gate, loading
+
+
+def _composed(tmp_path: Path, voice_path: Path, **limits: Any) -> Iterator[Speech]:
+    config = parse_config({"voice": {"name": str(voice_path), "prepare": False},
+                           "limits": limits, "cache": {"dir": "cache"}}, tmp_path)
+    speech = _speech(config, load_voice(config))
+    speech.scheduler.start()
+    yield speech
+    speech.scheduler.stop()
+
+
+@pytest.fixture
+def one_worker(tmp_path: Path, default_voice_path: Path) -> Iterator[Speech]:
+    """One synthesis worker (a Pi Zero's), a budget the process is always over: each stream's
+    end and each idle moment make the worker give memory back (LoadedVoices.reclaim)."""
+    yield from _composed(tmp_path, default_voice_path, synthesis_workers=1, memory_mb=64)
+
+
+@pytest.fixture
+def two_workers(tmp_path: Path, default_voice_path: Path) -> Iterator[Speech]:
+    yield from _composed(tmp_path, default_voice_path, memory_mb=4000)
+
+
+@pytest.mark.voice
+def test_a_worker_gives_memory_back_while_a_voice_loads_and_then_runs_its_first_inference(
+        one_worker: Speech) -> None:
+    """Before, the worker blocked in `reclaim` on the lock the load held, and the load then
+    waited for that worker to run its first inference: the daemon hung."""
+    speech = one_worker
+    reclaimed = threading.Event()
+    reclaim = speech.voices.reclaim
+
+    def observed(share: float = 0.75) -> bool:
+        done = reclaim(share)
+        reclaimed.set()
+        return done
+    speech.voices.reclaim = observed  # type: ignore[method-assign]
+    gate, loading = _held(speech, "espeak:en-us")
+    default = speech.voices.get()
+    with speech.scheduler.submit(
+            lambda lanes: default.stream("The washing machine has finished.", None, lanes),
+            rank=rank("normal"), source="http") as stream:
+        assert sum(len(chunk.samples) for chunk in stream) > 0
+    assert reclaimed.wait(_GUARD_S), "the worker is still waiting for the load to give memory back"
+    assert loading.is_alive()  # the load was held all along
+    gate.open()
+    loading.join(_GUARD_S)
+    assert not loading.is_alive(), "the load never ran its first inference"
+    assert "espeak:en-us" in speech.voices.loaded
+
+
+@pytest.mark.voice
+def test_voices_already_loaded_and_the_budget_answer_while_another_loads(
+        two_workers: Speech) -> None:
+    speech = two_workers
+    loaded = speech.voices.get("espeak:cmn")
+    gate, loading = _held(speech, "espeak:en-us")
+    with ThreadPoolExecutor(1) as other:
+        asked = {
+            "get": other.submit(speech.voices.get, "espeak:cmn"),
+            "peek": other.submit(speech.voices.peek, "espeak:cmn"),
+            "fits": other.submit(speech.voices.fits, "espeak:ja"),
+            "loaded": other.submit(lambda: speech.voices.loaded),
+            "reclaim": other.submit(speech.voices.reclaim, 0.0),
+            "plan": other.submit(speech.utterance, "你好。", "espeak:cmn"),
+        }
+        answers = {what: future.result(_GUARD_S) for what, future in asked.items()}
+    assert loading.is_alive()
+    assert answers["get"] is loaded and answers["peek"] is loaded
+    assert answers["fits"] is None
+    assert answers["loaded"] == ["espeak:cmn"]  # the one being loaded is not listed yet
+    assert answers["reclaim"] is True
+    assert answers["plan"].voice is loaded
+    gate.open()
+    loading.join(_GUARD_S)
+    assert speech.voices.loaded == ["espeak:cmn", "espeak:en-us"]
+
+
+@pytest.mark.voice
+def test_two_threads_asking_for_one_voice_load_it_once(two_workers: Speech) -> None:
+    speech = two_workers
+    loads: list[str] = []
+    real = speech.voices._loader  # noqa: SLF001
+
+    def counted(config: Config, name: str) -> VoiceBackend:
+        loads.append(name)
+        return real(config, name)
+    speech.voices._loader = counted  # type: ignore[method-assign]  # noqa: SLF001
+    gate, first = _held(speech, "espeak:ja")
+    with ThreadPoolExecutor(1) as other:
+        second = other.submit(speech.voices.get, "espeak:ja")
+        gate.open()
+        voice = second.result(_GUARD_S)
+    first.join(_GUARD_S)
+    assert speech.voices.peek("espeak:ja") is voice
+    assert loads == ["espeak:ja"]
+
+
+def test_a_critical_announcement_is_spoken_while_a_normal_ones_voice_loads(
+        make_http: Callable[..., HttpDaemon], watcher: Watcher) -> None:
+    """The announcer plans a normal request whose voice is loading; a critical one arrives: the
+    normal one fails (interrupted by it) at once and the critical one is spoken with the voice
+    loaded already, while the load is still held. Before, the alarm waited for the load."""
+    daemon = make_http()
+    watcher.online()
+    assert daemon.app is not None
+    speech = daemon.app.speech
+    gate = Gate(speech.voices._loader, "espeak:en-us")  # noqa: SLF001
+    speech.voices._loader = gate  # type: ignore[method-assign]  # noqa: SLF001
+    try:
+        watcher.say({"text": "The garage door is open.", "id": "chatter",
+                     "voice": "espeak:en-us"})
+        assert gate.reached.wait(_GUARD_S)
+        watcher.say({"text": "Smoke in the kitchen!", "id": "alarm", "priority": "critical"})
+        alarm = watcher.final("alarm", _GUARD_S)
+        chatter = watcher.final("chatter", _GUARD_S)
+        assert "espeak:en-us" not in speech.voices.loaded  # all of it while the load was held
+    finally:
+        gate.open()
+    assert alarm["event"] == "finished" and alarm["duration_ms"] > 0, alarm
+    assert chatter["event"] == "failed" and "interrupted by critical request alarm" in \
+        chatter["error"], chatter
+    # The load went on without its request: the voice is there for the next one.
+    watcher.say({"text": "The garage door is open.", "id": "again", "voice": "espeak:en-us"})
+    again = watcher.final("again", _GUARD_S)
+    assert again["event"] == "finished" and again["voice"] == "espeak:en-us", again
