@@ -24,6 +24,7 @@ from ..mqtt import AudioSink, MqttLink
 from ..playback import PlaybackReport, Player, PlayerError
 from ..synthesis import Speech, SpeechStream, Utterance
 from ..synthesis.sources import ANNOUNCER
+from ..voice.errors import VoiceError
 from .device_state import DeviceSettings
 from .events import Finished
 from .job import Job
@@ -32,6 +33,9 @@ _LOGGER = logging.getLogger(__name__)
 _BEAT_EVERY_S: Final = 5.0
 """The announcer's heartbeat while it waits for a plan: it is alive (a critical request would be
 served now), whatever a voice's load takes; the watchdog's age is 90 s."""
+_PLAN_LIMIT_S: Final = 1800.0
+"""A plan waits this long at most: a voice's load waits for the one before it, and preparing a
+model is stopped after 600 s (voice/piper/prepared.py), so only a load that hangs reaches it."""
 
 
 class Heartbeat:
@@ -117,7 +121,10 @@ class Announcer:
                 planned.set_exception(err)
 
         threading.Thread(target=plan, name="edged-plan", daemon=True).start()
-        utterance = job.wait(planned, self._beat, _BEAT_EVERY_S)
+        try:
+            utterance = job.wait(planned, self._beat, _BEAT_EVERY_S, _PLAN_LIMIT_S)
+        except TimeoutError:
+            raise VoiceError(f"its voice did not load within {_PLAN_LIMIT_S:.0f} s") from None
         if utterance is None:
             raise Abandoned(job.abort or "stopped")
         return utterance

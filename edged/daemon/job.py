@@ -4,6 +4,7 @@ it, the announcer speaks it, and the quiet-hours keeper may hold or expire it.""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -66,11 +67,16 @@ class Job:
             stream.close()
         return True
 
-    def wait(self, work: Future[T], beat: Callable[[], None], every_s: float) -> T | None:
+    def wait(self, work: Future[T], beat: Callable[[], None], every_s: float,
+             limit_s: float) -> T | None:
         """`work`'s result (or its exception), or None as soon as the job is stopped: `work`
-        then goes on without it. `beat()` every `every_s` while waiting."""
+        then goes on without it. `beat()` every `every_s` while waiting; TimeoutError after
+        `limit_s`."""
         work.add_done_callback(lambda _done: self._wake.set())
-        while not self._wake.wait(every_s):
+        deadline = time.monotonic() + limit_s
+        while not self._wake.wait(min(every_s, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"not done within {limit_s:.0f} s")
             beat()
         with self._lock:
             if self.abort is not None:
