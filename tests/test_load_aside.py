@@ -189,3 +189,39 @@ def test_a_critical_announcement_is_spoken_while_a_normal_ones_voice_loads(
     watcher.say({"text": "The garage door is open.", "id": "again", "voice": "espeak:en-us"})
     again = watcher.final("again", _GUARD_S)
     assert again["event"] == "finished" and again["voice"] == "espeak:en-us", again
+
+
+@pytest.mark.voice
+def test_what_a_load_under_way_has_taken_counts_as_unloadable_when_admission_asks(
+        tmp_path: Path, tiny_voice_path: Path, default_voice_path: Path) -> None:
+    """`fits` no longer waits for a load, so it answers while one is under way: the memory the
+    voice being loaded has taken already is the process's, but not pinned (it may be unloaded
+    like any other). Counted as pinned, a small voice was refused (OverBudget at admission)
+    while a large one loaded, where it fitted before and after."""
+    from edged.memory import rss_mb
+    from edged.voice import LoadedVoices
+
+    config = parse_config({"voice": {"name": str(tiny_voice_path), "prepare": False},
+                           "cache": {"dir": "cache"}}, tmp_path)
+    tiny = load_voice(config)
+    held, go = threading.Event(), threading.Event()
+
+    def first_inference(voice: VoiceBackend) -> None:  # the daemon's runs on the scheduler
+        held.set()
+        go.wait()
+        voice.synthesize("Ready.")
+
+    voices = LoadedVoices(config, default=tiny, budget_mb=rss_mb() + 30,
+                          first_inference=first_inference)
+    assert voices.fits("espeak:ja") is None
+    large = str(default_voice_path)  # the real default voice, by its path: +70-90 MB loaded
+    loading = threading.Thread(target=voices.get, args=(large,), daemon=True)
+    loading.start()
+    try:
+        assert held.wait(_GUARD_S)  # loaded, its first inference not run yet
+        assert voices.fits("espeak:ja") is None
+    finally:
+        go.set()
+        loading.join(_GUARD_S)
+    assert voices.loaded == [large]
+    assert voices.fits("espeak:ja") is None  # the large one could be unloaded to make room

@@ -76,6 +76,8 @@ class LoadedVoices:
         """Guards `_voices` and `_cost_mb`; held for no longer than a lookup."""
         self._loading = threading.Lock()
         """Held through a load (and the unloads that make room for it): one at a time."""
+        self._load_began_mb: float | None = None
+        """The process's RSS when the load under way began."""
 
     @property
     def default_names(self) -> frozenset[str]:
@@ -159,9 +161,12 @@ class LoadedVoices:
             if (voice := self._loaded(name)) is not None:
                 return voice  # the load this thread waited for was this voice's
             self._make_room(name, within_budget)
-            before = rss_mb()
-            voice = self._loader(self._config, name)
-            self._first_inference(voice)  # it allocates the arena: count it too
+            before = self._load_began_mb = rss_mb()
+            try:
+                voice = self._loader(self._config, name)
+                self._first_inference(voice)  # it allocates the arena: count it too
+            finally:
+                self._load_began_mb = None
             cost = rss_mb() - before
             with self._lock:
                 self._cost_mb[name] = cost
@@ -236,10 +241,12 @@ class LoadedVoices:
         return True
 
     def _pinned_mb(self) -> float:
-        """What stays whatever is unloaded: the process without its other voices."""
+        """What stays whatever is unloaded: the process without its other voices, nor the one
+        being loaded (what it has taken so far: `fits` answers during a load)."""
+        rss, began = rss_mb(), self._load_began_mb
         with self._lock:
             unloadable = sum(self._cost_mb.get(n, 0.0) for n in self._voices)
-        return rss_mb() - unloadable
+        return rss - unloadable - (max(0.0, rss - began) if began is not None else 0.0)
 
 
 def _synthesize_ready(voice: VoiceBackend) -> None:
