@@ -225,3 +225,30 @@ def test_what_a_load_under_way_has_taken_counts_as_unloadable_when_admission_ask
         loading.join(_GUARD_S)
     assert voices.loaded == [large]
     assert voices.fits("espeak:ja") is None  # the large one could be unloaded to make room
+
+
+def test_a_daemon_stopped_while_a_jobs_voice_loads_stops_now_and_leaves_the_job_unfinished(
+        make_http: Callable[..., HttpDaemon], watcher: Watcher) -> None:
+    """Stopping (SIGTERM's path) while the announcer waits for a job's voice: after its grace
+    (`limits.stop_timeout_s`) the daemon stops the job and goes, without waiting for the load
+    (before, the announcer stayed inside it), and the job gets no final event and no done-log
+    entry, so the broker redelivers it to the next start, as any job a shutdown cuts."""
+    daemon = make_http()
+    watcher.online()
+    assert daemon.app is not None
+    speech = daemon.app.speech
+    done_log = daemon.config.mqtt.state_dir / "done.jsonl"
+    gate = Gate(speech.voices._loader, "espeak:en-us")  # noqa: SLF001
+    speech.voices._loader = gate  # type: ignore[method-assign]  # noqa: SLF001
+    try:
+        watcher.say({"text": "The garage door is open.", "id": "cut", "voice": "espeak:en-us"})
+        assert gate.reached.wait(_GUARD_S)
+        mark = watcher.mark()
+        daemon.stop()
+        watcher.offline(mark, _GUARD_S)  # its last message: every event before it has come
+        assert not gate._open.is_set()  # noqa: SLF001  (stopped with the load still held)
+    finally:
+        gate.open()
+    kinds = [e["event"] for e in watcher.events("cut")]
+    assert kinds == ["queued", "started"], kinds
+    assert "cut" not in (done_log.read_text() if done_log.exists() else "")
