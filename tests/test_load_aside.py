@@ -252,3 +252,52 @@ def test_a_daemon_stopped_while_a_jobs_voice_loads_stops_now_and_leaves_the_job_
     kinds = [e["event"] for e in watcher.events("cut")]
     assert kinds == ["queued", "started"], kinds
     assert "cut" not in (done_log.read_text() if done_log.exists() else "")
+
+
+def test_an_alarm_by_http_gets_through_while_http_requests_wait_for_a_voices_load(
+        make_http: Callable[..., HttpDaemon], watcher: Watcher) -> None:
+    """Eight /api/tts ask for a voice being loaded and wait for it, as many at once as the
+    server plans; a critical /api/say and /api/state answer meanwhile, and the alarm is spoken.
+    Before, opening speech shared the network loop's eight threads with everything else: the
+    eight plans took them all, and the alarm waited for the load."""
+    import httpx
+
+    from edged.net import loop as net_loop
+
+    daemon = make_http(http={"max_streams": 8})  # all eight answered once the voice is there
+    watcher.online()
+    assert daemon.app is not None
+    speech = daemon.app.speech
+    gate = Gate(speech.voices._loader, "espeak:en-us")  # noqa: SLF001
+    speech.voices._loader = gate  # type: ignore[method-assign]  # noqa: SLF001
+    waiting, changed = 0, threading.Condition()
+    get = speech.voices.get
+
+    def counted(name: str | None = None, **kwargs: Any) -> VoiceBackend:
+        nonlocal waiting
+        if name == "espeak:en-us":
+            with changed:
+                waiting += 1
+                changed.notify_all()
+        return get(name, **kwargs)
+    speech.voices.get = counted  # type: ignore[method-assign]
+    planners = getattr(net_loop, "_PLAN_THREADS", 8)  # threads that may plan at once (8: all)
+    with httpx.Client(base_url=daemon.url, timeout=_GUARD_S) as client, \
+            ThreadPoolExecutor(8) as clients:
+        try:
+            answers = [clients.submit(client.post, "/api/tts",
+                                      json={"text": f"Request {n}.", "voice": "espeak:en-us"})
+                       for n in range(8)]
+            with changed:
+                assert changed.wait_for(lambda: waiting >= min(8, planners), _GUARD_S)
+            said = client.post("/api/say", json={"text": "Smoke in the kitchen!", "id": "alarm",
+                                                 "priority": "critical"})
+            state = client.get("/api/state")
+            alarm = watcher.final("alarm", _GUARD_S)
+            assert not gate._open.is_set()  # noqa: SLF001  (all of it with the load held)
+        finally:
+            gate.open()
+        assert said.status_code in (200, 202), said.text
+        assert state.status_code == 200
+        assert alarm["event"] == "finished", alarm
+        assert [a.result(_GUARD_S).status_code for a in answers] == [200] * 8

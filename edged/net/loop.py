@@ -2,10 +2,12 @@
 
     main thread: NetLoop.start() ─► thread "edged-net": loop.run_forever()
                                       servers accept, parse, answer; anything that blocks
-                                      (a voice load, a cache read from disk, waiting for the
-                                      next chunk from the synthesis scheduler) goes to the
-                                      loop's executor with `run_blocking`: never inference
-                                      on the loop, never a blocking call in a coroutine.
+                                      (a cache read from disk, waiting for the next chunk
+                                      from the synthesis scheduler) goes to the loop's
+                                      executor with `run_blocking`, opening speech (which may
+                                      wait for a voice's load) to threads of its own with
+                                      `run_planning`: never inference on the loop, never a
+                                      blocking call in a coroutine.
     main thread: NetLoop.stop()  ─► each server's stop(), pending tasks cancelled, loop closed
 
 The core (paho, the announcer, the scheduler's workers) stays on threads; the servers hand work
@@ -19,6 +21,7 @@ import concurrent.futures
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, Protocol, TypeVar
 
@@ -27,6 +30,13 @@ T = TypeVar("T")
 _EXECUTOR_THREADS: Final = 8
 """Threads for blocking calls made on behalf of the servers: each waits (for a chunk, a file),
 none computes; more connections than this queue up for a thread instead of adding threads."""
+_PLAN_THREADS: Final = 4
+"""Threads for opening speech (`run_planning`: the policy, the plan, the cache or a stream).
+Apart from the others: a plan may wait for a voice's load (seconds; minutes to prepare a model
+on a Pi), and nine requests for a voice being loaded had taken all eight threads above, so that
+a critical /api/say, /api/state and every stream's next chunk waited for that load."""
+_PLANS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, concurrent.futures.Executor] = \
+    weakref.WeakKeyDictionary()
 
 
 class Server(Protocol):
@@ -49,6 +59,9 @@ class NetLoop:
         self._executor = concurrent.futures.ThreadPoolExecutor(_EXECUTOR_THREADS,
                                                                thread_name_prefix="edged-net-io")
         self.loop.set_default_executor(self._executor)
+        self._plans = concurrent.futures.ThreadPoolExecutor(_PLAN_THREADS,
+                                                            thread_name_prefix="edged-net-plan")
+        _PLANS[self.loop] = self._plans
         self._thread = threading.Thread(target=self._run, name="edged-net", daemon=True)
         self._started: list[str] = []
 
@@ -65,9 +78,10 @@ class NetLoop:
     def _start_executor_threads(self, timeout_s: float) -> None:
         """All of the executor's threads now, not one by one under the first load: the daemon's
         thread count is then fixed from the start (what a long run or `top -H` expects)."""
-        gate = threading.Barrier(_EXECUTOR_THREADS)
-        started = [self._executor.submit(gate.wait, timeout_s) for _ in range(_EXECUTOR_THREADS)]
-        concurrent.futures.wait(started, timeout_s)
+        for executor, count in ((self._executor, _EXECUTOR_THREADS), (self._plans, _PLAN_THREADS)):
+            gate = threading.Barrier(count)
+            started = [executor.submit(gate.wait, timeout_s) for _ in range(count)]
+            concurrent.futures.wait(started, timeout_s)
 
     def start_server(self, server: Server, timeout_s: float = 30.0) -> None:
         """Start one more server on the running loop (the HTTP server, right after READY); it
@@ -86,6 +100,7 @@ class NetLoop:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout_s)
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._plans.shutdown(wait=False, cancel_futures=True)
 
     def call(self, coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
         """Run a coroutine on the loop from another thread and wait for its result."""
@@ -135,6 +150,13 @@ def _log_briefly(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> No
 async def run_blocking(fn: Callable[..., T], *args: Any) -> T:
     """`fn(*args)` on the loop's executor: for anything that may block (see the docstring)."""
     return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+
+def run_planning(fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    """`fn(*args)` on the loop's planning threads (`_PLAN_THREADS`; on a loop that has none, its
+    executor): for what may wait for a voice's load."""
+    loop = asyncio.get_running_loop()
+    return loop.run_in_executor(_PLANS.get(loop), fn, *args)
 
 
 def spawn(awaitable: Awaitable[Any]) -> None:

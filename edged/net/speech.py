@@ -19,14 +19,15 @@ from ..audio import Audio
 from ..daemon.policy import RequestPolicy
 from ..daemon.requests import SpeechRequest
 from ..synthesis import Speech, SpeechStream
-from .loop import run_blocking
+from .loop import run_blocking, run_planning
 
 
 async def open_speech(speech: Speech, policy: RequestPolicy, request: SpeechRequest, *,
                       source: str) -> SpeechStream:
-    """The request admitted by the policy, planned and opened, off the loop (admitting may wait
-    for a voice being loaded; planning may load one). Refused, VoiceError (bad voice or
-    speaker), synthesis.Busy (the source's bound) as from Speech."""
+    """The request admitted by the policy, planned and opened, off the loop and off the
+    executor the other blocking calls share (planning may load a voice, or wait for one).
+    Refused, VoiceError (bad voice or speaker), synthesis.Busy (the source's bound) as from
+    Speech."""
     def open_() -> SpeechStream:
         admitted = policy.admit(request)
         utterance = speech.utterance(admitted.text, admitted.voice, speaker=admitted.speaker,
@@ -34,7 +35,7 @@ async def open_speech(speech: Speech, policy: RequestPolicy, request: SpeechRequ
                                      rank=admitted.rank)
         return speech.open(utterance, rank=admitted.rank, source=source)
 
-    opening = asyncio.ensure_future(run_blocking(open_))
+    opening = run_planning(open_)
     try:
         return await asyncio.shield(opening)
     except asyncio.CancelledError:
