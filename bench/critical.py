@@ -24,6 +24,10 @@ an acknowledged request without one is counted as lost. Loads:
     kokoro     two clients posting long uncached Mandarin /api/tts in kokoro:zm_yunjian (a piece
                is one decoder call of 1-2 s here; `--voices` has the pulled style; the daemon
                then has limits.memory_mb 800)
+    voice_load no other source: each normal announcement names a Kokoro voice not loaded yet
+               (a mix of two Japanese styles: loading it is its style and a first inference,
+               about a second here), so the alarm comes while the announcer plans it
+               (limits.memory_mb 800)
 
 The bound (docs/security.md): an alarm waits for at most one unit of other work a worker has
 begun (one decoder window, or one piece's encoder), then has the workers to itself until its
@@ -66,10 +70,15 @@ from tests.harness.watcher import Watcher
 
 from .common import machine_info, summary, table, write_result
 
-LOADS = ("none", "wyoming4", "http", "sse", "batch", "ha_status", "settings", "kokoro")
+LOADS = ("none", "wyoming4", "http", "sse", "batch", "ha_status", "settings", "kokoro",
+         "voice_load")
 _MEMORY_MB = 400
 _KOKORO_MEMORY_MB = 800
 _KOKORO = "kokoro:zm_yunjian"
+_FRESH_VOICES = [f"kokoro:{a}({n})+{b}({10 - n})" for a, b in
+                 (("jf_alpha", "jf_tebukuro"), ("jm_kumo", "jf_nezumi"), ("jf_gongitsune", "jm_kumo"))
+                 for n in range(1, 10)]
+"""Voices no announcement loaded before (the voice_load load): Japanese style mixes."""
 _CGROUP_V1 = Path("/sys/fs/cgroup/memory")
 _TIMEOUT_S = 120.0
 _STORY = " ".join(
@@ -242,14 +251,18 @@ def _daemon(work: Path, broker: Broker, prefix: str, group: Path | None,
     return d
 
 
-def _alarms(w: Watcher, count: int) -> tuple[list[float], list[float], int, int]:
-    """`count` times: a normal announcement playing, then a critical one. Their publish →
-    first audio and receipt → first audio (ms), and how many requests got no final event
-    (lost) or failed otherwise."""
+def _alarms(w: Watcher, count: int, fresh_voices: bool = False,
+            ) -> tuple[list[float], list[float], int, int]:
+    """`count` times: a normal announcement playing (`fresh_voices`: being planned, its voice
+    loading), then a critical one. Their publish → first audio and receipt → first audio (ms),
+    and how many requests got no final event (lost) or failed otherwise."""
     first, received, lost, other = [], [], 0, 0
     for n in range(count):
         chatter, alarm = f"chatter-{uuid.uuid4().hex[:6]}", f"alarm-{uuid.uuid4().hex[:6]}"
-        w.say({"text": f"{n}. {_STORY[:450]}", "id": chatter, "priority": "normal"})
+        w.say({"text": f"{n}. {_STORY[:450]}", "id": chatter, "priority": "normal"}
+              if not fresh_voices else
+              {"text": f"{n}番目のお知らせです。", "id": chatter, "priority": "normal",
+               "voice": _FRESH_VOICES[n % len(_FRESH_VOICES)]})
         try:
             w.event(chatter, ("started", "rejected", "failed"), _TIMEOUT_S)
         except AssertionError:
@@ -301,7 +314,7 @@ def daemon_under_test(name: str, limit_mb: int, use_cgroup: bool, cache: Path,
 
 def measure(load: str, alarms: int, use_cgroup: bool, cache: Path,
             voices: Path | None = None) -> dict[str, Any]:
-    memory_mb = _KOKORO_MEMORY_MB if load == "kokoro" else _MEMORY_MB
+    memory_mb = _KOKORO_MEMORY_MB if load in ("kokoro", "voice_load") else _MEMORY_MB
     with daemon_under_test(f"critical-{load}", memory_mb, use_cgroup, cache) as (d, w, out):
         if load == "kokoro":
             if voices is None or not (voices / "kokoro" / f"{_KOKORO.split(':')[1]}.bin").exists():
@@ -309,6 +322,12 @@ def measure(load: str, alarms: int, use_cgroup: bool, cache: Path,
                                  f"{_KOKORO.split(':')[1]} --out DIR` and --voices DIR")
             d.config["limits"]["memory_mb"] = memory_mb
             d.config["voice"]["dirs"] = [str(voices)]
+        if load == "voice_load":
+            if alarms > len(_FRESH_VOICES):
+                raise SystemExit(f"the voice_load load has {len(_FRESH_VOICES)} fresh voices: "
+                                 f"--alarms {len(_FRESH_VOICES)} at most")
+            d.config["limits"]["memory_mb"] = memory_mb
+            d.config["voices"] = _FRESH_VOICES
         d.start(w, timeout=900)  # a fresh cache prepares the voices first
         cfg = d.config
         ctx = {"http": f"http://127.0.0.1:{cfg['http']['port']}", "broker": out["broker"],
@@ -316,7 +335,7 @@ def measure(load: str, alarms: int, use_cgroup: bool, cache: Path,
         running = Load(load, ctx).start()
         time.sleep(2.0)  # the load reaches its stride (a benchmark, not a test)
         started = time.monotonic()
-        first, received, lost, other = _alarms(w, alarms)
+        first, received, lost, other = _alarms(w, alarms, fresh_voices=load == "voice_load")
         seconds = time.monotonic() - started
         running.stop()
         alive = d.alive()
