@@ -33,9 +33,12 @@ _LOGGER = logging.getLogger(__name__)
 _BEAT_EVERY_S: Final = 5.0
 """The announcer's heartbeat while it waits for a plan: it is alive (a critical request would be
 served now), whatever a voice's load takes; the watchdog's age is 90 s."""
+_PLAN_HUNG_S: Final = 1300.0
+"""A plan waiting longer is a load that hangs: a load waits for the one before it, and preparing
+a model is stopped after 600 s (voice/piper/prepared.py). The announcer stops beating then, so
+systemd's watchdog restarts edged (`limits.heartbeat_max_age_s` later)."""
 _PLAN_LIMIT_S: Final = 1800.0
-"""A plan waits this long at most: a voice's load waits for the one before it, and preparing a
-model is stopped after 600 s (voice/piper/prepared.py), so only a load that hangs reaches it."""
+"""Without a watchdog, the job fails after this long."""
 
 
 class Heartbeat:
@@ -120,9 +123,15 @@ class Announcer:
             except BaseException as err:  # the announcer raises it (or drops it if stopped)
                 planned.set_exception(err)
 
+        started = time.monotonic()
+
+        def beat() -> None:
+            if time.monotonic() - started < _PLAN_HUNG_S:
+                self._beat()
+
         threading.Thread(target=plan, name="edged-plan", daemon=True).start()
         try:
-            utterance = job.wait(planned, self._beat, _BEAT_EVERY_S, _PLAN_LIMIT_S)
+            utterance = job.wait(planned, beat, _BEAT_EVERY_S, _PLAN_LIMIT_S)
         except TimeoutError:
             raise VoiceError(f"its voice did not load within {_PLAN_LIMIT_S:.0f} s") from None
         if utterance is None:
