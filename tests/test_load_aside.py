@@ -229,10 +229,11 @@ def test_what_a_load_under_way_has_taken_counts_as_unloadable_when_admission_ask
 
 def test_a_daemon_stopped_while_a_jobs_voice_loads_stops_now_and_leaves_the_job_unfinished(
         make_http: Callable[..., HttpDaemon], watcher: Watcher) -> None:
-    """Stopping (SIGTERM's path) while the announcer waits for a job's voice: after its grace
-    (`limits.stop_timeout_s`) the daemon stops the job and goes, without waiting for the load
-    (before, the announcer stayed inside it), and the job gets no final event and no done-log
-    entry, so the broker redelivers it to the next start, as any job a shutdown cuts."""
+    """Stopping (SIGTERM's path) while the announcer waits for a job's voice: the daemon stops
+    the job at once (the grace of `limits.stop_timeout_s` is for finishing what is being said)
+    and goes, without waiting for the load (before, the announcer stayed inside it); the job
+    gets no final event and no done-log entry, so the broker redelivers it to the next start,
+    as any job a shutdown cuts."""
     daemon = make_http()
     watcher.online()
     assert daemon.app is not None

@@ -97,6 +97,10 @@ class Daemon:
         unacknowledged for redelivery, say offline, disconnect."""
         self._stopping.set()
         self._queue.close()
+        with self._lock:
+            current = self._current
+        if current is not None and not current.opened:
+            current.stop(SHUTDOWN)  # still waiting for its voice: nothing to finish
         self._worker.join(self.config.limits.stop_timeout_s)
         if self._worker.is_alive():
             with self._lock:

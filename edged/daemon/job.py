@@ -84,6 +84,12 @@ class Job:
         return work.result()
 
     @property
+    def opened(self) -> bool:
+        """Its speech stream is open (its plan is made: nothing is left to load)."""
+        with self._lock:
+            return self._stream is not None
+
+    @property
     def plays(self) -> bool:
         return self.output in ("play", "both")
 
