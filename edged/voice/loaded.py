@@ -50,7 +50,8 @@ class OverBudget(VoiceError):
 
 
 class LoadedVoices:
-    """Thread-safe; `get(name)` returns a loaded PiperVoice, loading and unloading as needed."""
+    """Thread-safe; `get(name)` returns a loaded voice, loading and unloading as needed. Loads
+    are one at a time; a voice loaded already, `fits`, `peek` and `reclaim` never wait for one."""
 
     def __init__(
         self,
