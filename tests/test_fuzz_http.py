@@ -105,6 +105,7 @@ def test_http_fuzz_a_few_hundred_inputs(make_daemon: Callable[..., DaemonProc],
 
 
 @pytest.mark.long
+@pytest.mark.timeout(900)  # about 11 ms an input here (114 s): past the suite's 120 s guard
 def test_http_fuzz_ten_thousand_inputs(make_daemon: Callable[..., DaemonProc],
                                        watcher: Watcher) -> None:
     _fuzz(make_daemon, watcher, 10_000)
