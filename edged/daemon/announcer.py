@@ -60,10 +60,6 @@ class Skipped(Exception):
         self.late_s = late_s
 
 
-class Abandoned(Exception):
-    """Stopped (Job.stop) while its voice was still being loaded: nothing was spoken."""
-
-
 class Announcer:
     """Runs on the daemon's announcer thread, one job at a time."""
 
@@ -85,8 +81,9 @@ class Announcer:
         """Time-of-day volume (multiplies the device's)."""
         self._skip_late = skip_late
 
-    def announce(self, job: Job) -> Finished:
-        """Speak `job`. Raises on voice, scheduler or player failure (the job failed)."""
+    def announce(self, job: Job) -> Finished | None:
+        """Speak `job`; None when it was stopped (Job.stop) before its plan was made: nothing
+        was spoken. Raises on voice, scheduler or player failure (the job failed)."""
         request = job.request
         volume = request.volume
         if self._settings is not None:
@@ -94,6 +91,8 @@ class Announcer:
         if self._schedule is not None:
             volume *= self._schedule.volume_factor(request.priority)
         utterance = self._plan(job)
+        if utterance is None:
+            return None
         delivery = _Delivery(job, self._sink(job) if job.publishes else None, volume=volume,
                              keep=self._fallback_to_publish and not job.publishes, beat=self._beat)
         report: PlaybackReport | None = None
@@ -107,7 +106,7 @@ class Announcer:
                 _drain(chunks)
         return delivery.finished(job, stream, report)
 
-    def _plan(self, job: Job) -> Utterance:
+    def _plan(self, job: Job) -> Utterance | None:
         """The job's utterance, planned on a thread of its own: planning may load a voice (a
         second or two, 9 s on a loaded machine, minutes when a Kokoro model must be prepared
         first), and a critical request that arrives meanwhile stops this job (Job.stop) and is
@@ -134,9 +133,7 @@ class Announcer:
             utterance = job.wait(planned, beat, _BEAT_EVERY_S, _PLAN_LIMIT_S)
         except TimeoutError:
             raise VoiceError(f"its voice did not load within {_PLAN_LIMIT_S:.0f} s") from None
-        if utterance is None:
-            raise Abandoned(job.abort or "stopped")
-        return utterance
+        return utterance  # None: the job was stopped
 
     def _play(self, job: Job, chunks: Iterator[Audio], utterance: Utterance,
               delivery: _Delivery) -> PlaybackReport | None:

@@ -39,7 +39,8 @@ from ..config import Config
 from ..house import Reply, late_error
 from ..mqtt import Origin, Ticket
 from .admission import Duplicate, Refusal
-from .announcer import Abandoned, Skipped
+from .announcer import Skipped
+from .control import carry_out
 from .events import ControlDone, Event, Failed, Finished, Queued, Started
 from .job import Job
 from .jobqueue import QueueFull
@@ -207,18 +208,10 @@ class Daemon:
             self._reject(err.request_id or new_id(), str(err), ticket,
                          "too_large" if err.too_large else "invalid")
             raise
-        reason = f"{control.action} by control request {control.id}"
-        affected: list[str] = []
-        if control.action in ("clear", "stop"):
-            for job in self._queue.drain():
-                self._finish(job, Failed(job.request.id, error=f"cleared: {reason}"))
-                affected.append(job.request.id)
-        if control.action in ("skip", "stop"):
-            affected += self._interrupt(lambda job: True, f"skipped: {reason}")
-        if control.action == "pause":
-            self._queue.pause()
-        elif control.action == "resume":
-            self._queue.resume()
+        affected = carry_out(
+            control.action, f"{control.action} by control request {control.id}", self._queue,
+            lambda job, why: self._finish(job, Failed(job.request.id, error=why)),
+            self._interrupt)
         done = ControlDone(control.id, action=control.action, affected=tuple(affected))
         self._out.publish(done)
         self._out.ack(ticket)
@@ -284,10 +277,6 @@ class Daemon:
         self._publish_state()
         try:
             finished = self._announcer.announce(job)
-        except Abandoned:
-            if job.abort != SHUTDOWN:  # else left unacknowledged: redelivered after the restart
-                self._finish(job, Failed(job.request.id, error=job.abort or "stopped"))
-            return
         except Skipped as skipped:
             self._finish(job, Failed(job.request.id, late_ms=round(1000 * skipped.late_s, 1),
                                      error=late_error(skipped.late_s, self.config.groups_late)))
@@ -303,8 +292,8 @@ class Daemon:
             self._publish_state()
         if job.abort == SHUTDOWN:
             return  # left unacknowledged: the broker redelivers it after the restart
-        if job.abort is not None:
-            self._finish(job, Failed(job.request.id, error=job.abort))
+        if job.abort is not None or finished is None:  # None: stopped before its plan was made
+            self._finish(job, Failed(job.request.id, error=job.abort or "stopped"))
         else:
             self._finish(job, finished)
 
