@@ -180,7 +180,8 @@ def _speech(config: Config, voice: VoiceBackend) -> Speech:
             for _chunk in stream:
                 pass
 
-    voices = LoadedVoices(config, default=voice, first_inference=first_inference)
+    voices = LoadedVoices(config, default=voice, first_inference=first_inference,
+                          load_rank=load_rank)
     return Speech(config, voices, PhraseCache(config.cache), scheduler)
 
 

@@ -302,3 +302,48 @@ def test_an_alarm_by_http_gets_through_while_http_requests_wait_for_a_voices_loa
         assert state.status_code == 200
         assert alarm["event"] == "finished", alarm
         assert [a.result(_GUARD_S).status_code for a in answers] == [200] * 8
+
+
+@pytest.mark.voice
+def test_a_critical_requests_voice_loads_before_those_that_waited_longer(
+        two_workers: Speech) -> None:
+    """Loads are one at a time. Two normal requests wait for theirs behind a load under way; a
+    critical request then needs a voice not loaded: it is the next one loaded, before both.
+    Before, the loads waited on one lock and went in the order they came (the alarm third)."""
+    speech = two_workers
+    order: list[str] = []
+    real = speech.voices._loader  # noqa: SLF001
+
+    def recorded(config: Config, name: str) -> VoiceBackend:
+        order.append(name)
+        return real(config, name)
+    speech.voices._loader = recorded  # type: ignore[method-assign]  # noqa: SLF001
+    gate, loading = _held(speech, "espeak:en-us")
+    asked = [("espeak:fr", "Bonjour.", "normal"), ("espeak:de", "Guten Tag.", "normal"),
+             ("espeak:es", "¡Fuego en la cocina!", "critical")]
+    with ThreadPoolExecutor(len(asked)) as others:
+        try:
+            plans = []
+            for count, (voice, text, priority) in enumerate(asked, start=1):
+                plans.append(others.submit(speech.utterance, text, voice, rank=rank(priority)))
+                _until(lambda count=count: len(speech.voices.loading) == 1 + count)  # queued
+            queued = speech.voices.loading
+        finally:
+            gate.open()  # also when the above failed: the plans would wait for ever
+        voices = [plan.result(_GUARD_S).voice.name for plan in plans]
+    loading.join(_GUARD_S)
+    assert queued == ["espeak:en-us", "espeak:es", "espeak:fr", "espeak:de"]
+    assert voices == ["espeak:fr", "espeak:de", "espeak:es"]
+    assert order == ["espeak:en-us", "espeak:es", "espeak:fr", "espeak:de"]
+    assert speech.voices.loading == []
+
+
+def _until(done: Callable[[], bool]) -> None:
+    """Wait for a state another thread reaches (a load's turn queued): LoadedVoices has no event
+    for it, so it is polled, bounded by _GUARD_S."""
+    waited = threading.Event()
+    for _ in range(int(_GUARD_S / 0.01)):
+        if done():
+            return
+        waited.wait(0.01)
+    raise AssertionError("never reached")

@@ -14,8 +14,8 @@ key and path are what they were before there were languages.
 
 Planning may load a voice, and a voice just loaded runs a first inference on the scheduler
 (assembly.py, `load_rank`): ahead of all other work (a request waits for it, and any other that
-needs a voice not loaded yet waits behind the load; the voices loaded are at hand meanwhile,
-voice/loaded.py), but cutting in on the inferences other work runs
+needs a voice not loaded yet waits behind the load, a critical one's load next; the voices
+loaded are at hand meanwhile, voice/loaded.py), but cutting in on the inferences other work runs
 (voice/preempt.py) only for a critical request, as its own stream would.
 """
 

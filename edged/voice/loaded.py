@@ -30,6 +30,7 @@ from .backend import VoiceBackend, backend_of
 from .catalog.find import find_voice
 from .errors import VoiceError
 from .load import load_voice
+from .load_turns import LoadTurns
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -51,7 +52,8 @@ class OverBudget(VoiceError):
 
 class LoadedVoices:
     """Thread-safe; `get(name)` returns a loaded voice, loading and unloading as needed. Loads
-    are one at a time; a voice loaded already, `fits`, `peek` and `reclaim` never wait for one."""
+    are one at a time, the waiting ones best rank first (load_turns.py); a voice loaded already,
+    `fits`, `peek` and `reclaim` never wait for one."""
 
     def __init__(
         self,
@@ -61,10 +63,13 @@ class LoadedVoices:
         budget_mb: float | None = None,
         loader: Callable[[Config, str], VoiceBackend] = load_voice,
         first_inference: Callable[[VoiceBackend], None] | None = None,
+        load_rank: Callable[[], int] = lambda: 0,
     ) -> None:
         """`first_inference(voice)`: run a short text through a voice just loaded (its buffers
         are then counted in its cost); the daemon runs it on the synthesis scheduler, as every
-        inference. None: here, on the caller's thread."""
+        inference. None: here, on the caller's thread. `load_rank()`: the rank of the request a
+        load is made for, asked on the loading thread (the daemon's: 0 for a critical request);
+        waiting loads go best rank first."""
         self._config = config
         self._default = default
         """The configured voice, loaded before the daemon is ready; never unloaded."""
@@ -75,8 +80,9 @@ class LoadedVoices:
         self._cost_mb: dict[str, float] = {}
         self._lock = threading.Lock()
         """Guards `_voices` and `_cost_mb`; held for no longer than a lookup."""
-        self._loading = threading.Lock()
+        self._turns = LoadTurns()
         """Held through a load (and the unloads that make room for it): one at a time."""
+        self._load_rank = load_rank
         self._load_began_mb: float | None = None
         """The process's RSS when the load under way began."""
 
@@ -131,6 +137,12 @@ class LoadedVoices:
         with self._lock:
             return list(self._voices)
 
+    @property
+    def loading(self) -> list[str]:
+        """The voice being loaded, then those waiting, in the order they will load."""
+        under_way = self._turns.under_way
+        return ([under_way] if under_way is not None else []) + self._turns.waiting
+
     def cost_mb(self, name: str) -> float:
         """Measured cost of a voice, or the estimate from its file size (its backend)."""
         kind = backend_of(name)
@@ -158,7 +170,11 @@ class LoadedVoices:
         # a critical request for a voice already loaded, admission's `fits`, and the scheduler's
         # workers giving memory back (`reclaim`) must not wait for it. They did: a worker
         # blocked in `reclaim` while the load waited for a worker to run its first inference.
-        with self._loading:
+        rank = self._load_rank()
+        if (ahead := self._turns.under_way) is not None:
+            _LOGGER.info("Voice %s waits to be loaded (rank %d): %s is being loaded, %d waiting",
+                         name, rank, ahead, len(self._turns.waiting))
+        with self._turns.take(name, rank):
             if (voice := self._loaded(name)) is not None:
                 return voice  # the load this thread waited for was this voice's
             self._make_room(name, within_budget)
