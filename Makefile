@@ -74,18 +74,22 @@ test-arm64: install .deps-arm64
 	$(VENV)/bin/pytest -m arm64 -v -rA --durations=0
 
 # A real Home Assistant (tests/data/homeassistant: HA core + mosquitto on loopback): discovery,
-# entities acting on edged, HA's Wyoming client, an Assist pipeline streaming to edged, zeroconf.
+# entities acting on edged, HA's Wyoming client, an Assist pipeline streaming to edged, zeroconf,
+# the English Kokoro voice picked in HA (edged[en] and the styles, as test-long has them).
 # Once per version of HA_VERSIONS: 2025.4.4 in a venv on this host (/tmp/ha, ~4 minutes once),
 # 2026.11 in a Debian sid root built once into ~/.cache/edged/ha-sid (2-5 minutes; it needs
 # Python 3.14). Ends with the versions that passed and failed (docs/homeassistant.md).
 HA_HARNESS ?= tests/data/homeassistant
 HA_VERSIONS ?= 2025.4.4 2026.11
 test-ha: install
+	$(PY) -m pip install -q -e '.[test,en]'
+	$(call pull_styles)
 	@case " $(HA_VERSIONS) " in *" 2025.4.4 "*) HA_HARNESS=$(abspath $(HA_HARNESS)) $(HA_HARNESS)/install.sh;; esac
 	@case " $(HA_VERSIONS) " in *" 2026.11 "*) $(HA_HARNESS)/sid/root.sh root >/dev/null;; esac
 	@passed=""; failed=""; for v in $(HA_VERSIONS); do \
 	  echo "test-ha: Home Assistant $$v"; \
-	  if HA_VERSIONS=$$v HA_HARNESS=$(abspath $(HA_HARNESS)) $(VENV)/bin/pytest -m ha -v -rA; \
+	  if HA_VERSIONS=$$v HA_HARNESS=$(abspath $(HA_HARNESS)) EDGED_TEST_VOICES=$(abspath $(VENV))/edged-voices \
+	    $(VENV)/bin/pytest -m ha -v -rA; \
 	  then passed="$$passed $$v"; else failed="$$failed $$v"; fi; \
 	done; \
 	echo "test-ha: passed:$${passed:- none}; failed:$${failed:- none}"; [ -z "$$failed" ]

