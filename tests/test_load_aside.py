@@ -258,9 +258,11 @@ def test_a_daemon_stopped_while_a_jobs_voice_loads_stops_now_and_leaves_the_job_
 def test_an_alarm_by_http_gets_through_while_http_requests_wait_for_a_voices_load(
         make_http: Callable[..., HttpDaemon], watcher: Watcher) -> None:
     """Eight /api/tts ask for a voice being loaded and wait for it, as many at once as the
-    server plans; a critical /api/say and /api/state answer meanwhile, and the alarm is spoken.
-    Before, opening speech shared the network loop's eight threads with everything else: the
-    eight plans took them all, and the alarm waited for the load."""
+    server plans; a critical /api/say, /api/state and an /api/tts in the voice loaded already
+    answer meanwhile, and the alarm is spoken. Before, opening speech shared the network loop's
+    eight threads with everything else: the eight plans took them all, and the alarm waited
+    for the load; then the planning threads were the plans' only: all four waiting for the
+    load, the request for the loaded voice waited too."""
     import httpx
 
     from edged.net import loop as net_loop
@@ -291,15 +293,19 @@ def test_an_alarm_by_http_gets_through_while_http_requests_wait_for_a_voices_loa
                        for n in range(8)]
             with changed:
                 assert changed.wait_for(lambda: waiting >= min(8, planners), _GUARD_S)
+            # every planning thread waits for the load: one loads, the others wait their turn
+            _until(lambda: len(speech.voices.loading) >= min(8, planners))
             said = client.post("/api/say", json={"text": "Smoke in the kitchen!", "id": "alarm",
                                                  "priority": "critical"})
             state = client.get("/api/state")
+            loaded = client.post("/api/tts", json={"text": "The door is closed."})
             alarm = watcher.final("alarm", _GUARD_S)
             assert not gate._open.is_set()  # noqa: SLF001  (all of it with the load held)
         finally:
             gate.open()
         assert said.status_code in (200, 202), said.text
         assert state.status_code == 200
+        assert loaded.status_code == 200 and len(loaded.content) > 44, loaded.text
         assert alarm["event"] == "finished", alarm
         assert [a.result(_GUARD_S).status_code for a in answers] == [200] * 8
 
@@ -347,3 +353,23 @@ def _until(done: Callable[[], bool]) -> None:
             return
         waited.wait(0.01)
     raise AssertionError("never reached")
+
+
+@pytest.mark.voice
+def test_without_loads_a_voice_not_loaded_is_refused_not_loaded_nor_fallen_back_from(
+        two_workers: Speech) -> None:
+    """The network servers' first try at a plan (net/speech.py): a voice loaded already
+    answers; one that is not raises WouldLoad, loading nothing and not falling back to the next
+    voice of its language's chain (WouldLoad is no VoiceError); allowed again, it loads."""
+    from edged.voice import WouldLoad, without_loads
+
+    speech = two_workers
+    speech.voices.get("espeak:cmn")
+    with without_loads():
+        assert speech.utterance("你好。", "espeak:cmn").voice.name == "espeak:cmn"
+        with pytest.raises(WouldLoad):
+            speech.utterance("Bonjour.", "espeak:fr")
+        with pytest.raises(WouldLoad):  # ja's chain: Kokoro, then espeak-ng, neither loaded
+            speech.utterance("こんにちは。", language="ja")
+    assert speech.voices.loaded == ["espeak:cmn"]
+    assert speech.utterance("Bonjour.", "espeak:fr").voice.name == "espeak:fr"

@@ -4,8 +4,8 @@
                                       servers accept, parse, answer; anything that blocks
                                       (a cache read from disk, waiting for the next chunk
                                       from the synthesis scheduler) goes to the loop's
-                                      executor with `run_blocking`, opening speech (which may
-                                      wait for a voice's load) to threads of its own with
+                                      executor with `run_blocking`, opening speech that
+                                      waits for a voice's load to threads of its own with
                                       `run_planning`: never inference on the loop, never a
                                       blocking call in a coroutine.
     main thread: NetLoop.stop()  ─► each server's stop(), pending tasks cancelled, loop closed
@@ -31,10 +31,11 @@ _EXECUTOR_THREADS: Final = 8
 """Threads for blocking calls made on behalf of the servers: each waits (for a chunk, a file),
 none computes; more connections than this queue up for a thread instead of adding threads."""
 _PLAN_THREADS: Final = 4
-"""Threads for opening speech (`run_planning`: the policy, the plan, the cache or a stream).
-Apart from the others: a plan may wait for a voice's load (seconds; minutes to prepare a model
-on a Pi), and nine requests for a voice being loaded had taken all eight threads above, so that
-a critical /api/say, /api/state and every stream's next chunk waited for that load."""
+"""Threads for opening speech that needs a voice loaded (`run_planning`: the policy, the plan,
+the cache or a stream; net/speech.py tries the executor first, without loads). Apart from the
+others: such a plan waits for the load (seconds; minutes to prepare a model on a Pi), and nine
+requests for a voice being loaded had taken all eight threads above, so that a critical
+/api/say, /api/state and every stream's next chunk waited for that load."""
 _PLANS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, concurrent.futures.Executor] = \
     weakref.WeakKeyDictionary()
 

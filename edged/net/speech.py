@@ -14,28 +14,40 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
+from contextlib import nullcontext
 
 from ..audio import Audio
 from ..daemon.policy import RequestPolicy
 from ..daemon.requests import SpeechRequest
 from ..synthesis import Speech, SpeechStream
+from ..voice import WouldLoad, without_loads
 from .loop import run_blocking, run_planning
 
 
 async def open_speech(speech: Speech, policy: RequestPolicy, request: SpeechRequest, *,
                       source: str) -> SpeechStream:
-    """The request admitted by the policy, planned and opened, off the loop and off the
-    executor the other blocking calls share (planning may load a voice, or wait for one).
-    Refused, VoiceError (bad voice or speaker), synthesis.Busy (the source's bound) as from
-    Speech."""
-    def open_() -> SpeechStream:
-        admitted = policy.admit(request)
-        utterance = speech.utterance(admitted.text, admitted.voice, speaker=admitted.speaker,
-                                     speed=admitted.speed, language=admitted.language,
-                                     rank=admitted.rank)
-        return speech.open(utterance, rank=admitted.rank, source=source)
+    """The request admitted by the policy, planned and opened, off the loop: on the executor
+    the other blocking calls share when its voices are loaded, else on the planning threads
+    (planning then loads a voice, or waits for one). Refused, VoiceError (bad voice or
+    speaker), synthesis.Busy (the source's bound) as from Speech."""
+    admitted: list[SpeechRequest] = []
 
-    opening = run_planning(open_)
+    def open_(loads: bool) -> SpeechStream:
+        if not admitted:
+            admitted.append(policy.admit(request))
+        ask = admitted[0]
+        with nullcontext() if loads else without_loads():
+            utterance = speech.utterance(ask.text, ask.voice, speaker=ask.speaker,
+                                         speed=ask.speed, language=ask.language, rank=ask.rank)
+        return speech.open(utterance, rank=ask.rank, source=source)
+
+    try:
+        return await _opened(asyncio.get_running_loop().run_in_executor(None, open_, False))
+    except WouldLoad:
+        return await _opened(run_planning(open_, True))
+
+
+async def _opened(opening: asyncio.Future[SpeechStream]) -> SpeechStream:
     try:
         return await asyncio.shield(opening)
     except asyncio.CancelledError:

@@ -7,11 +7,12 @@ from .backend import VoiceBackend
 from .catalog.find import VoiceInfo, find_voice, list_voices
 from .errors import VoiceError
 from .load import load_voice
-from .loaded import LoadedVoices, OverBudget
+from .loaded import LoadedVoices, OverBudget, WouldLoad, without_loads
 from .piper.voice import PiperVoice
 from .settings import SynthesisSettings, default_settings
 
 __all__ = [
     "LoadedVoices", "OverBudget", "PiperVoice", "SynthesisSettings", "VoiceBackend", "VoiceError",
-    "VoiceInfo", "default_settings", "find_voice", "list_voices", "load_voice",
+    "VoiceInfo", "WouldLoad", "default_settings", "find_voice", "list_voices", "load_voice",
+    "without_loads",
 ]

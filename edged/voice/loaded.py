@@ -17,10 +17,12 @@ segment with the next voice of the language's chain.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Final
 
 from ..config import Config
@@ -48,6 +50,28 @@ it the memory is cheaper kept (the next announcement would allocate it again: pa
 
 class OverBudget(VoiceError):
     """Loading the voice would pass `limits.memory_mb` even with every other voice unloaded."""
+
+
+class WouldLoad(Exception):
+    """`get` of a voice not loaded, on a thread inside `without_loads()`. Not a VoiceError: no
+    fallback chain may take it for a voice that cannot speak."""
+
+
+_loads_allowed: contextvars.ContextVar[bool] = contextvars.ContextVar("edged_loads_allowed",
+                                                                      default=True)
+
+
+@contextmanager
+def without_loads() -> Iterator[None]:
+    """On this thread, `get` of a voice not loaded raises WouldLoad instead of loading (or
+    waiting for a load): the network servers plan a request on a shared thread first and only
+    one that needs a load on the planning threads, so four requests waiting for a load do not
+    hold up one for a voice already loaded."""
+    token = _loads_allowed.set(False)
+    try:
+        yield
+    finally:
+        _loads_allowed.reset(token)
 
 
 class LoadedVoices:
@@ -165,6 +189,8 @@ class LoadedVoices:
         name = name or self._config.voice.name
         if (voice := self._loaded(name)) is not None:
             return voice
+        if not _loads_allowed.get():
+            raise WouldLoad(name)
         # One load at a time, each measured with the others done, but the dictionary is free
         # meanwhile: a load can take minutes (a Kokoro model's first preparation on a Pi), and
         # a critical request for a voice already loaded, admission's `fits`, and the scheduler's
