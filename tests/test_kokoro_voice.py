@@ -101,15 +101,22 @@ def _silent_s(samples: np.ndarray, reverse: bool) -> float:
 
 
 def test_mandarin_keeps_whole_clauses_as_its_first_piece(kokoro: dict) -> None:
-    """Mandarin is never cut between words (tones suffer: kokoro/voice.py FIRST_BY_LANGUAGE): a
-    median line (52 tokens) is one piece; a longer line starts with its first clause alone."""
+    """Mandarin is never cut between words (tones suffer: kokoro/voice.py FIRST_BY_LANGUAGE).
+    Its first piece is its whole clauses within 40 tokens: a median line (52 tokens) starts with
+    its first clause alone (before stop 44: one piece, first audio waiting for all of it); a
+    first clause over 40 tokens is the first piece alone, as before, not the whole sentence cut
+    at 100; a short line is one piece."""
     voice = kokoro["zh"]
-    assert len(voice.tokens("前门已经打开了，请注意安全。")) == 1
-    text = "前门已经打开了，请注意安全，所有住在三楼和四楼的客人请马上离开房间去楼下集合。"
-    pieces = voice.tokens(text)
     symbols = {token: symbol for symbol, token in voice._model.vocab.items()}
-    assert len(pieces) >= 2 and len(pieces[0]) <= voice.first_tokens, [len(p) for p in pieces]
-    assert symbols[pieces[0][-1]] in "，,", "".join(symbols[t] for t in pieces[0])
+
+    def said(piece: list[int]) -> str:
+        return "".join(symbols[t] for t in piece)
+    pieces = voice.tokens("前门已经打开了，请注意安全。")
+    assert len(pieces) == 2 and len(pieces[0]) <= 40, [said(p) for p in pieces]
+    assert said(pieces[0]).endswith(","), said(pieces[0])
+    text = "四楼的客人请马上离开房间，到楼下的停车场集合。"  # its first clause: 53 tokens
+    pieces = voice.tokens(text)
+    assert 40 < len(pieces[0]) <= 60 and said(pieces[0]).endswith(","), [said(p) for p in pieces]
     assert len(voice.tokens("明天开会。")) == 1
 
 

@@ -12,10 +12,11 @@ first Kokoro voice costs the model (RSS +300 MB with its first inference), each 
 0.5 MB. Activation memory grows with the piece length (272 MB peak at 50 tokens, 362 at 100,
 971 at 500), so pieces are cut at clause ends, then at words, to at most 100 tokens; each piece
 is one decoder call of 1-2 s on 2 cores (RTF 0.4-0.6): a critical announcement waits at most
-that long. First audio waits for the first piece's whole decoder call, so in Japanese only that
-piece is cut short (`FIRST_TOKENS`: whole clauses, else between words; the other languages keep
-whole clauses within 60 until the judge says otherwise: `FIRST_BY_LANGUAGE`); later pieces keep
-their length, which costs fewer calls and keeps the prosody of a whole clause.
+that long. First audio waits for the first piece's whole decoder call, so only that piece is
+cut short: in Japanese at `FIRST_TOKENS` (whole clauses, else between words), in Mandarin at
+whole clauses within 40 tokens (else within 60); the other languages keep whole clauses within
+60 until the judge says otherwise (`FIRST_BY_LANGUAGE`). Later pieces keep their length, which
+costs fewer calls and keeps the prosody of a whole clause.
 """
 
 from __future__ import annotations
@@ -61,14 +62,20 @@ FIRST_MIN_TOKENS: Final = 8
 clipped and saves little (the fixed cost of an inference dominates below 10 tokens)."""
 EARLIER_FIRST: Final = (60, None)
 """The first piece before it was cut short: the whole clauses within 60 tokens."""
+FIRST_MANDARIN_TOKENS: Final = 40
 FIRST_BY_LANGUAGE: Final[dict[str, tuple[int, int | None]]] = {
-    "ja": (FIRST_TOKENS, FIRST_MIN_TOKENS)}
+    "ja": (FIRST_TOKENS, FIRST_MIN_TOKENS), "zh": (FIRST_MANDARIN_TOKENS, None)}
 """(first piece's bound, its fewest tokens at a cut between words; None: whole clauses only) of
-the languages whose short first piece the judge heard no worse: Japanese. Mandarin keeps
-EARLIER_FIRST: cut between words, the judge heard it worse on every measure of the development
-set (CER 0.081 -> 0.106, pinyin with tones 0.053 -> 0.089: tones across the cut), and clauses
-within 32 left more lines uncut (first piece median 56 tokens against 53.5:
-bench/results/kokoro_first.json). English keeps it: a first piece of 24 tokens cut between
+the languages whose short first piece the judge heard no worse: Japanese; Mandarin's whole
+clauses within 40 tokens, else within EARLIER_FIRST's 60 as before (stop 44: zh first piece
+median 49 -> 35 tokens on the development sets, first audio 0.78 -> 0.68 s; the judge heard dev
+the same to the character and dev2 within one line either way,
+bench/results/intelligibility-dev*-zh-first40-stop44.json). Mandarin is not cut between words:
+the judge heard it worse on every measure of the development set (CER 0.081 -> 0.106, pinyin
+with tones 0.053 -> 0.089: tones across the cut); after 的 and 了 only, a first piece of 29
+tokens, it dropped 的 at the cut twice (dev toneless 0.022 -> 0.031). Clauses within 32 with
+no fallback had left more lines uncut (bench/results/kokoro_first.json). English keeps
+EARLIER_FIRST: a first piece of 24 tokens cut between
 words, the judge heard the same (af_heart, dev set WER 0.030 either way) but distillmos rated
 it lower, 4.44 -> 4.39 (any word), 4.33 (after a stressed word): a cut inside a clause is heard
 (bench/results/mos-kokoro-en-first-piece.json). Korean and Cantonese keep it until measured."""
@@ -247,11 +254,19 @@ class KokoroVoice(OneSpeakerVoice):
         measure: Callable[[str], int] = lambda s: sum(1 for c in s if c in vocab)  # noqa: E731
         # Only the first piece is short (its inference is what first audio waits for); it is
         # not a sentence end, so no pause follows it.
-        pieces = split_for_streaming(self.phonemes(text), self.max_phonemes, measure,
+        sentences = self.phonemes(text)
+        pieces = split_for_streaming(sentences, self.max_phonemes, measure,
                                      min(self.first_tokens, self.max_phonemes),
                                      self.first_min_tokens,
                                      _CUT_AFTER[self.language].__contains__
                                      if self.language in _CUT_AFTER else None)
+        if self.first_min_tokens is None and self.first_tokens < EARLIER_FIRST[0]:
+            # No whole clause within the short bound: whole clauses within EARLIER_FIRST's, as
+            # before, rather than the sentence cut as usual (a first piece of up to 100 tokens).
+            earlier = split_for_streaming(sentences, self.max_phonemes, measure,
+                                          min(EARLIER_FIRST[0], self.max_phonemes))
+            if measure(earlier[0].text) < measure(pieces[0].text):
+                pieces = earlier
         out = []
         for piece in pieces:
             ids = [vocab[c] for c in piece.text if c in vocab]
