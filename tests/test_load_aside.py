@@ -65,6 +65,18 @@ def _held(speech: Speech, name: str) -> tuple[Gate, threading.Thread]:
     return gate, loading
 
 
+def _recorded(speech: Speech) -> list[str]:
+    """The names `speech.voices` loads from now on, in the order its real loader gets them."""
+    loads: list[str] = []
+    real = speech.voices._loader  # noqa: SLF001
+
+    def recorded(config: Config, name: str) -> VoiceBackend:
+        loads.append(name)
+        return real(config, name)
+    speech.voices._loader = recorded  # type: ignore[method-assign]  # noqa: SLF001
+    return loads
+
+
 def _composed(tmp_path: Path, voice_path: Path, **limits: Any) -> Iterator[Speech]:
     config = parse_config({"voice": {"name": str(voice_path), "prepare": False},
                            "limits": limits, "cache": {"dir": "cache"}}, tmp_path)
@@ -144,13 +156,7 @@ def test_voices_already_loaded_and_the_budget_answer_while_another_loads(
 @pytest.mark.voice
 def test_two_threads_asking_for_one_voice_load_it_once(two_workers: Speech) -> None:
     speech = two_workers
-    loads: list[str] = []
-    real = speech.voices._loader  # noqa: SLF001
-
-    def counted(config: Config, name: str) -> VoiceBackend:
-        loads.append(name)
-        return real(config, name)
-    speech.voices._loader = counted  # type: ignore[method-assign]  # noqa: SLF001
+    loads = _recorded(speech)
     gate, first = _held(speech, "espeak:ja")
     with ThreadPoolExecutor(1) as other:
         second = other.submit(speech.voices.get, "espeak:ja")
@@ -317,13 +323,7 @@ def test_a_critical_requests_voice_loads_before_those_that_waited_longer(
     critical request then needs a voice not loaded: it is the next one loaded, before both.
     Before, the loads waited on one lock and went in the order they came (the alarm third)."""
     speech = two_workers
-    order: list[str] = []
-    real = speech.voices._loader  # noqa: SLF001
-
-    def recorded(config: Config, name: str) -> VoiceBackend:
-        order.append(name)
-        return real(config, name)
-    speech.voices._loader = recorded  # type: ignore[method-assign]  # noqa: SLF001
+    order = _recorded(speech)
     gate, loading = _held(speech, "espeak:en-us")
     asked = [("espeak:fr", "Bonjour.", "normal"), ("espeak:de", "Guten Tag.", "normal"),
              ("espeak:es", "¡Fuego en la cocina!", "critical")]
