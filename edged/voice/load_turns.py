@@ -22,8 +22,7 @@ from contextlib import contextmanager
 
 class LoadTurns:
     """Thread-safe. `take(name, rank)` holds the one turn; `under_way` and `waiting` say who
-    has it and who waits (the state line and the log at 3 a.m.: what an announcement waits
-    for)."""
+    has it and who waits (for the log at 3 a.m.: what an announcement waits for)."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -37,7 +36,13 @@ class LoadTurns:
         with self._changed:
             ticket = (rank, next(self._arrivals), name)
             heapq.heappush(self._queue, ticket)
-            self._changed.wait_for(lambda: self._holder is None and self._queue[0] == ticket)
+            try:
+                self._changed.wait_for(lambda: self._holder is None and self._queue[0] == ticket)
+            except BaseException:  # a ticket left in the queue would stop every later load
+                self._queue.remove(ticket)
+                heapq.heapify(self._queue)
+                self._changed.notify_all()
+                raise
             heapq.heappop(self._queue)
             self._holder = name
         try:
