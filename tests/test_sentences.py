@@ -158,6 +158,18 @@ def test_streaming_first_clause_is_never_cut_for_latency() -> None:
     assert pieces == [Piece(_LONG, True)]
 
 
+def test_streaming_first_clause_over_the_bound_takes_the_wider_bound() -> None:
+    """With first_wider_units (Kokoro's Mandarin: 40, else 60), a first clause over the short
+    bound is not a reason to cut the sentence as usual: the whole clauses within the wider
+    bound are the first piece; still never cut mid-clause."""
+    pieces = split_for_streaming([_LONG], 200, len, first_max_units=10, first_wider_units=50)
+    assert [piece.text for piece in pieces] == [
+        "All doors are locked,",
+        "the thermostat is set to eighteen degrees, and the security cameras are recording."]
+    pieces = split_for_streaming([_LONG], 200, len, first_max_units=10, first_wider_units=15)
+    assert pieces == [Piece(_LONG, True)]  # no clause within either bound: as usual
+
+
 def test_streaming_first_clause_too_long_is_cut_between_words() -> None:
     """With first_min_units (Kokoro), a first clause over the first bound is cut after the last
     word that fits; that piece is no sentence end (no pause after it) and the rest of the

@@ -61,6 +61,7 @@ def split_for_streaming(
     first_max_units: int | None = None,
     first_min_units: int | None = None,
     first_cut_after: Callable[[str], bool] | None = None,
+    first_wider_units: int | None = None,
 ) -> list[Piece]:
     """All pieces of ``sentences`` to synthesize, in order, each tagged with ``ends_sentence``.
 
@@ -74,12 +75,15 @@ def split_for_streaming(
     leave it, or the rest of its sentence, measuring under ``first_min_units``: a sentence
     only a little longer than the bound is kept whole. ``first_cut_after`` (a word -> bool)
     limits that cut to after the words it accepts (Japanese: a particle, so that a number and
-    its counter stay together): the last such word within the bound. Raises ValueError if a
-    bound is < 1.
+    its counter stay together): the last such word within the bound. With
+    ``first_wider_units``, a first clause longer than ``first_max_units`` does not make the
+    sentence cut as usual: the first piece is then the whole clauses within this wider bound
+    (Mandarin: 40, else 60). Raises ValueError if a bound is < 1.
     """
     _check_units("max_units", max_units)
     for name, value in (("first_max_units", first_max_units),
-                        ("first_min_units", first_min_units)):
+                        ("first_min_units", first_min_units),
+                        ("first_wider_units", first_wider_units)):
         if value is not None:
             _check_units(name, value)
     memo = _Memo(measure)
@@ -87,8 +91,8 @@ def split_for_streaming(
     for index, sentence in enumerate(sentences):
         tokens = sentence.split()
         if index == 0 and first_max_units is not None and first_max_units < max_units:
-            parts = _split_first(tokens, (first_max_units, max_units), memo, first_min_units,
-                                 first_cut_after)
+            parts = _split_first(tokens, (first_max_units, first_wider_units, max_units), memo,
+                                 first_min_units, first_cut_after)
         else:
             parts = _split_tokens(tokens, max_units, memo)
         pieces.extend(Piece(part, i == len(parts) - 1) for i, part in enumerate(parts))
@@ -174,16 +178,19 @@ def _even_cut(words: list[str], count: int) -> list[str]:
     return [" ".join(words[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)]
 
 
-def _split_first(tokens: list[str], bounds: tuple[int, int], memo: _Memo, least: int | None,
-                 after: Callable[[str], bool] | None) -> list[str]:
-    """The first sentence with a short first piece: whole clauses, else (with ``least``)
-    words; as usual when neither makes a cut that leaves both sides at ``least`` or more."""
-    first_max, max_units = bounds
+def _split_first(tokens: list[str], bounds: tuple[int, int | None, int], memo: _Memo,
+                 least: int | None, after: Callable[[str], bool] | None) -> list[str]:
+    """The first sentence with a short first piece: whole clauses (within the wider bound when
+    none fits the short one), else (with ``least``) words; as usual when neither makes a cut
+    that leaves both sides at ``least`` or more."""
+    first_max, wider, max_units = bounds
     if not tokens or memo.fits(" ".join(tokens), first_max):
         return [" ".join(tokens)] if tokens else []
     clauses = _clauses(tokens)
     joined = [" ".join(clause) for clause in clauses]
     count = _longest_fit(joined, 0, first_max, memo)
+    if count == 0 and wider is not None:
+        count = _longest_fit(joined, 0, wider, memo)
     head = sum(len(clause) for clause in clauses[:count])  # in tokens
     if least is not None and not _both_sides(tokens, head, least, memo):
         head = _longest_fit(tokens, 0, first_max, memo)  # inside the first clause, at a word

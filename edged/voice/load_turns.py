@@ -21,8 +21,8 @@ from contextlib import contextmanager
 
 
 class LoadTurns:
-    """Thread-safe. `take(name, rank)` holds the one turn; `under_way` and `waiting` say who
-    has it and who waits (for the log at 3 a.m.: what an announcement waits for)."""
+    """Thread-safe. `take(name, rank)` holds the one turn; `queue` says who has it and who
+    waits (for the log at 3 a.m.: what an announcement waits for)."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -53,13 +53,8 @@ class LoadTurns:
                 self._changed.notify_all()
 
     @property
-    def under_way(self) -> str | None:
-        """The voice being loaded now."""
+    def queue(self) -> list[str]:
+        """The voice being loaded, then those waiting, in the order they will load."""
         with self._changed:
-            return self._holder
-
-    @property
-    def waiting(self) -> list[str]:
-        """The voices waiting to be loaded, in the order they will be."""
-        with self._changed:
-            return [name for _rank, _arrival, name in sorted(self._queue)]
+            return ([self._holder] if self._holder is not None else []) + [
+                name for _rank, _arrival, name in sorted(self._queue)]

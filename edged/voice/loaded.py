@@ -164,8 +164,7 @@ class LoadedVoices:
     @property
     def loading(self) -> list[str]:
         """The voice being loaded, then those waiting, in the order they will load."""
-        under_way = self._turns.under_way
-        return ([under_way] if under_way is not None else []) + self._turns.waiting
+        return self._turns.queue
 
     def cost_mb(self, name: str) -> float:
         """Measured cost of a voice, or the estimate from its file size (its backend)."""
@@ -197,9 +196,9 @@ class LoadedVoices:
         # workers giving memory back (`reclaim`) must not wait for it. They did: a worker
         # blocked in `reclaim` while the load waited for a worker to run its first inference.
         rank = self._load_rank()
-        if (ahead := self._turns.under_way) is not None:
-            _LOGGER.info("Voice %s waits to be loaded (rank %d): %s is being loaded, %d waiting",
-                         name, rank, ahead, len(self._turns.waiting))
+        if ahead := self._turns.queue:
+            _LOGGER.info("Voice %s waits to be loaded (rank %d); before it in the queue: %s", name, rank,
+                         ", ".join(ahead))
         with self._turns.take(name, rank):
             if (voice := self._loaded(name)) is not None:
                 return voice  # the load this thread waited for was this voice's

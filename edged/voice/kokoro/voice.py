@@ -254,19 +254,15 @@ class KokoroVoice(OneSpeakerVoice):
         measure: Callable[[str], int] = lambda s: sum(1 for c in s if c in vocab)  # noqa: E731
         # Only the first piece is short (its inference is what first audio waits for); it is
         # not a sentence end, so no pause follows it.
-        sentences = self.phonemes(text)
-        pieces = split_for_streaming(sentences, self.max_phonemes, measure,
+        # Mandarin: no whole clause within its short bound, then whole clauses within
+        # EARLIER_FIRST's, as before, rather than the sentence cut as usual (up to 100 tokens).
+        wider = min(EARLIER_FIRST[0], self.max_phonemes) if (
+            self.first_min_tokens is None and self.first_tokens < EARLIER_FIRST[0]) else None
+        pieces = split_for_streaming(self.phonemes(text), self.max_phonemes, measure,
                                      min(self.first_tokens, self.max_phonemes),
                                      self.first_min_tokens,
                                      _CUT_AFTER[self.language].__contains__
-                                     if self.language in _CUT_AFTER else None)
-        if self.first_min_tokens is None and self.first_tokens < EARLIER_FIRST[0]:
-            # No whole clause within the short bound: whole clauses within EARLIER_FIRST's, as
-            # before, rather than the sentence cut as usual (a first piece of up to 100 tokens).
-            earlier = split_for_streaming(sentences, self.max_phonemes, measure,
-                                          min(EARLIER_FIRST[0], self.max_phonemes))
-            if measure(earlier[0].text) < measure(pieces[0].text):
-                pieces = earlier
+                                     if self.language in _CUT_AFTER else None, wider)
         out = []
         for piece in pieces:
             ids = [vocab[c] for c in piece.text if c in vocab]
