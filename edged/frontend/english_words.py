@@ -14,7 +14,9 @@ third-party re-uploads), and spaCy's memory on a Pi; espeak-ng is there already.
 A brand or app name in a Chinese or Japanese announcement (你的 Amazon 包裹, Uber のドライバー)
 is said by a Chinese or Japanese speaker in one breath with the rest; cut out and given to the
 English voice, with a pause and a change of voice on either side, the recognizer lost the words
-around it (请把 iPad 充上电 was heard as 充上电).
+around it (请把 iPad 充上电 was heard as 充上电). The Mandarin voice gets those words' consonants
+in its own symbols (mandarin_english.py), and such a sentence an English style mixed into its
+own (synthesis/route.py, english_mix).
 """
 
 from __future__ import annotations

@@ -26,9 +26,9 @@ from typing import Any, Final
 
 from .english_words import english_phonemes
 from .letters import LETTERS
+from .mandarin_english import LATIN_RUN, in_mandarin, is_code
 
 _HAN: Final = re.compile(r"[\u4e00-\u9fff]+")
-_LATIN: Final = re.compile(r"[A-Za-z][A-Za-z'’]*")
 _NUMERALS: Final = frozenset("零一二三四五六七八九十百千万亿两幺")
 _WORDS: Final = {
     "变得": ["bian4", "de5"], "记得": ["ji4", "de5"], "觉得": ["jue2", "de5"],
@@ -196,9 +196,9 @@ def _third_tones(words: list[tuple[str, list[str]]]) -> None:
 def _latin(match: re.Match[str]) -> str:
     """A code's capitals by their names (G, TV, USB), a word as English (iPad, Amazon)."""
     word = match[0]
-    if word.isupper() and len(word) <= 3:
+    if is_code(word):
         return " " + " ".join(LETTERS[c] for c in word) + " "
-    return " " + english_phonemes(word) + " "
+    return " " + in_mandarin(english_phonemes(word)) + " "
 
 
 def mandarin_phonemes(text: str) -> str:
@@ -210,5 +210,5 @@ def mandarin_phonemes(text: str) -> str:
             out.append(" ".join("".join(syllable_ipa(s) for s in syl)
                                 for _, syl in words_pinyin(chunk)))
         else:
-            out.append(_LATIN.sub(_latin, chunk))
+            out.append(LATIN_RUN.sub(_latin, chunk))
     return re.sub(r" +", " ", "".join(out)).replace(chr(815), "").strip()

@@ -1,0 +1,52 @@
+"""English words inside a Mandarin sentence, their consonants in the Mandarin voice's own.
+
+    in_mandarin("ˈI pˈæd") -> "ˈI pʰˈæt"     (iPad)
+
+A Kokoro Mandarin voice knows `p` as pinyin b (unaspirated) and `pʰ` as pinyin p: given
+English's `pˈæd` it said something near its own 败, and the recognizer wrote "iPad" as 挨败.
+So the consonants a Mandarin speaker keeps apart in English are given to it the way it learned
+them: English p t k (aspirated, but not after s) as its pʰ tʰ k; b d g (unaspirated) as its p t k;
+ʧ ʤ ʃ as its retroflexes; z v θ ð h, which Mandarin does not have, as the nearest it has. The
+vowels and the stress stay English: said with Mandarin's vowels and tones instead, the
+recognizer's English pass heard fewer of the words (docs/languages.md, stop 45).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+_CONSONANTS: Final = {
+    "p": "pʰ", "t": "tʰ", "k": "kʰ", "b": "p", "d": "t", "ɡ": "k", "g": "k",
+    "ʧ": "ꭧʰ", "ʤ": "ꭧ", "ʃ": "ʂ", "ʒ": "ɻ", "z": "ʦ", "v": "w", "θ": "s", "ð": "t", "h": "x",
+    "ʔ": ""}
+"""English consonants in Kokoro's English symbols -> misaki's pinyin IPA, which the Mandarin
+voices were trained on; any other symbol (vowels, stress, m n ŋ l ɹ f s w j, the flap T)
+passes as it is (the flap as t: Spotify was heard as SPA的反)."""
+_AFTER_S: Final = {"p": "p", "t": "t", "k": "k"}
+"""sp, st, sk: English does not aspirate a stop after s."""
+
+
+LATIN_RUN: Final = re.compile(r"[A-Za-z][A-Za-z'’]*")
+
+
+def is_code(run: str) -> bool:
+    """A code's capitals (G, TV, USB: said letter by letter), not an English word."""
+    return run.isupper() and len(run) <= 3
+
+
+def has_english_words(text: str) -> bool:
+    """Whether `text` holds an English word (你的 Amazon 包裹), not only a code's letters (G102)."""
+    return any(not is_code(m[0]) for m in LATIN_RUN.finditer(text))
+
+
+def in_mandarin(english: str) -> str:
+    """Kokoro's English symbols (english_words.english_phonemes) with the consonants that the
+    Mandarin voices know by other symbols rewritten to theirs."""
+    out = []
+    for i, ch in enumerate(english):
+        if i and english[i - 1] == "s" and ch in _AFTER_S:
+            out.append(_AFTER_S[ch])
+        else:
+            out.append(_CONSONANTS.get(ch, ch))
+    return "".join(out)

@@ -1,0 +1,34 @@
+"""English words inside a Mandarin sentence: their consonants rewritten to the symbols Kokoro's
+Mandarin voices were trained on (frontend/mandarin_english.py; docs/languages.md, stop 45)."""
+
+from __future__ import annotations
+
+import pytest
+
+from edged.frontend.english_words import english_phonemes
+from edged.frontend.mandarin_english import in_mandarin
+
+
+@pytest.mark.parametrize(("word", "said"), [
+    ("iPad", "ˈI pʰˈæt"),       # English p aspirated (the voice's pʰ), d unaspirated (its t)
+    ("Google", "kˈukəl"),        # g: the voice's unaspirated k
+    ("Watch", "wˈɑꭧʰ"),          # ʧ: pinyin ch
+    ("Gmail", "ꭧˈimˈAl"),        # ʤ: pinyin zh
+    ("Zoom", "ʦˈum"),            # no z in Mandarin: pinyin z
+    ("Teams", "tʰˈimʦ"),
+])
+def test_consonants_in_the_mandarin_voices_symbols(word: str, said: str) -> None:
+    assert in_mandarin(english_phonemes(word)) == said
+
+
+def test_a_stop_after_s_stays_unaspirated() -> None:
+    said = in_mandarin(english_phonemes("Spotify"))
+    assert said.startswith("sp") and "pʰ" not in said, said
+
+
+def test_vowels_and_stress_stay_english() -> None:
+    """Mandarin vowels and tones instead made the English pass hear fewer of the words."""
+    english = english_phonemes("Netflix")
+    said = in_mandarin(english)
+    assert [c for c in said if c in "ˈˌæɑɛɪʊəIAOW"] == [c for c in english if c in "ˈˌæɑɛɪʊəIAOW"]
+    assert in_mandarin("") == ""
