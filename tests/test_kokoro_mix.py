@@ -108,10 +108,12 @@ def test_cantonese_chain_is_the_mix_then_jm_kumo_then_espeak(tmp_path: Path) -> 
     ("kokoro:zm_yunjian", "kokoro:zm_yunjian(7)+am_michael(3)"),
     ("kokoro:zf_xiaoxiao", "kokoro:zf_xiaoxiao(7)+af_heart(3)"),
     ("kokoro:zm_yunjian(7)+zf_xiaoxiao(3)", None),    # a user's own mix stays as it is
-    ("kokoro:af_heart@zh", None), ("kokoro:jf_alpha", None), ("espeak:cmn", None),
+    ("kokoro:jf_alpha", "kokoro:jf_alpha(7)+af_heart(3)"),
+    ("kokoro:jm_kumo", "kokoro:jm_kumo(7)+am_michael(3)"),
+    ("kokoro:af_heart@zh", None), ("kokoro:jm_kumo@ko", None), ("espeak:cmn", None),
     ("kokoro:zm_yunjian/../x", None),
 ])
-def test_a_mandarin_style_says_english_words_with_an_english_one_of_its_gender(
+def test_a_mandarin_or_japanese_style_says_english_words_with_an_english_one_of_its_gender(
         voice: str, mixed: str | None) -> None:
     assert english_mix(voice) == mixed
 
@@ -180,7 +182,7 @@ def test_edged_voices_keeps_its_columns_for_a_long_name(tmp_path: Path,
 
 
 @pytest.mark.long
-def test_a_mandarin_sentence_with_english_words_is_said_with_the_english_style_mixed_in(
+def test_a_sentence_with_english_words_is_said_with_the_english_style_mixed_in(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """With am_michael pulled (make test-long), 你的 Amazon 包裹 is routed to zm_yunjian with three
     tenths of am_michael, a sentence without English words (or with only a code's letters) to
@@ -199,6 +201,9 @@ def test_a_mandarin_sentence_with_english_words_is_said_with_the_english_style_m
     only_mandarin = tmp_path / "zh-only"
     (only_mandarin / "kokoro").mkdir(parents=True)
     (only_mandarin / "kokoro" / "zm_yunjian.bin").write_bytes((pulled / "zm_yunjian.bin").read_bytes())
+    [japanese] = router.route("Amazon の荷物が届きました。")
+    assert japanese.voice.name == "kokoro:jf_alpha(7)+af_heart(3)"  # af_heart: make test-long
+
     [plain] = _router(tmp_path, only_mandarin).route("你的 Amazon 包裹已经到了。")
     assert plain.voice.name == "kokoro:zm_yunjian"
     assert any("edged voices pull am_michael" in r.getMessage() for r in caplog.records)

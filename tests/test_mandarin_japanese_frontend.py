@@ -81,6 +81,10 @@ def test_english_words_in_a_mandarin_sentence_with_its_consonants() -> None:
     ("雨が降ります。", "ame ɡa ɸɯɾʲimasɨ."),    # was "oɾʲimasɨ" (get off)
     ("ドアが開いています。", "doa ɡa aite imasɨ."),  # was "çiɾaite"
     ("電気を点けてください。", "deŋkʲi o ʦɨkete kɯdasai."),  # was "teŋkete"
+    ("4B号室", "joɴ bʲiː ɡoːɕiʦɨ"),            # was "joɴ ɡoːɕiʦɨ": a code's capital dropped
+    ("G号車", "ʥiː ɡoːɕa"),                    # was "ɡoːɕa"
+    ("Amazon の荷物が届きました。",              # an English word in English, not in katakana
+     "ˈæməzˌɑn no ɲimoʦɨ ɡa todokʲi maɕita."),
 ])
 def test_japanese_counters_and_readings(text: str, phonemes: str) -> None:
     """Numbers reach OpenJTalk with their counters; 降る and 開く in their house sense."""

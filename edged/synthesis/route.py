@@ -3,8 +3,9 @@
     chain("zh") -> [languages.zh, "kokoro:zm_yunjian", "espeak:cmn"]   (what is set/installed)
     chain("yue") -> [languages.yue, YUE_MIX, "kokoro:jm_kumo@yue", "espeak:yue"]
 
-A Mandarin segment holding English words (你的 Amazon 包裹) is said by its Kokoro style with three
-tenths of an English one mixed in (`english_mix`, when that style is pulled).
+A Mandarin or Japanese segment holding English words (你的 Amazon 包裹, Amazon の荷物) is said by
+its Kokoro style with three tenths of an English one mixed in (`english_mix`, when that style is
+pulled).
 
 A voice that is not installed, does not load, or would not fit `limits.memory_mb` (LoadedVoices
 refuses it: OverBudget) is skipped for the next one, with one warning per voice and reason;
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 from ..frontend.mandarin_english import has_english_words
 from ..languages.codes import LANGUAGES
-from ..languages.segment import segment
+from ..languages.segment import SAYS_ENGLISH, segment
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -37,12 +38,12 @@ NEURAL: Final = {"zh": ("kokoro:zm_yunjian",), "ja": ("kokoro:jf_alpha",),
                  "ko": ("kokoro:jm_kumo@ko",), "yue": (YUE_MIX, "kokoro:jm_kumo@yue")}
 """The neural voices a language uses when the config names none (the first installed)."""
 ENGLISH_STYLE: Final = {"m": "am_michael", "f": "af_heart"}
-"""The English style, by the Mandarin style's gender, that a Mandarin sentence holding English
+"""The English style, by the voice's gender, that a Mandarin or Japanese sentence holding English
 words (你的 Amazon 包裹) is said with, three tenths of it (`english_mix`): the recognizer wrote
-its English words in letters and heard them in its English pass more often (development sets,
-29 lines: CJK part 0.133 -> 0.079, English words missed 21 -> 15 of 35; docs/languages.md, stop
-45). It needs `edged voices pull am_michael` (af_heart); without it, the Mandarin style alone."""
-_MANDARIN_STYLE: Final = re.compile(r"kokoro:(z([mf])_[a-z0-9]+)")
+its English words in letters and heard them in its English pass more often (zh+en development
+lines: CJK part 0.104 -> 0.071, English words missed 20 -> 15 of 35; docs/languages.md, stop
+45). It needs `edged voices pull am_michael` (af_heart); without it, the voice's style alone."""
+_CJK_STYLE: Final = re.compile(r"kokoro:([zj]([mf])_[a-z0-9]+)")
 ESPEAK: Final = {"en": "espeak:en-us", "zh": "espeak:cmn", "yue": "espeak:yue",
                  "ja": "espeak:ja", "ko": "espeak:ko"}
 
@@ -94,7 +95,8 @@ class Router:
         from ..voice import VoiceError
 
         voice = self.voice_for(language)
-        mixed = english_mix(voice.name) if language == "zh" and has_english_words(text) else None
+        mixed = english_mix(voice.name) if language in SAYS_ENGLISH and has_english_words(text) \
+            else None
         if mixed is None:
             return voice
         try:
@@ -126,8 +128,9 @@ class Router:
 
 
 def english_mix(name: str) -> str | None:
-    """The voice that says a Mandarin sentence holding English words, for the Mandarin voice
-    `name`: kokoro:zm_yunjian -> kokoro:zm_yunjian(7)+am_michael(3); None for any other voice
-    (a mix or a style made to speak Mandarin is the user's own choice: left as it is)."""
-    m = _MANDARIN_STYLE.fullmatch(name)
+    """The voice that says a Mandarin or Japanese sentence holding English words, for that
+    language's voice `name`: kokoro:zm_yunjian -> kokoro:zm_yunjian(7)+am_michael(3),
+    kokoro:jf_alpha -> kokoro:jf_alpha(7)+af_heart(3); None for any other voice (a mix, or a
+    style made to speak another language, is the user's own choice: left as it is)."""
+    m = _CJK_STYLE.fullmatch(name)
     return f"kokoro:{m[1]}(7)+{ENGLISH_STYLE[m[2]]}(3)" if m else None
