@@ -207,3 +207,15 @@ def test_a_sentence_with_english_words_is_said_with_the_english_style_mixed_in(
     [plain] = _router(tmp_path, only_mandarin).route("你的 Amazon 包裹已经到了。")
     assert plain.voice.name == "kokoro:zm_yunjian"
     assert any("edged voices pull am_michael" in r.getMessage() for r in caplog.records)
+
+
+def test_japanese_said_by_espeak_gives_its_english_words_to_the_english_voice(
+        tmp_path: Path) -> None:
+    """espeak-ng's Japanese spells an English word letter by letter, so a Japanese sentence whose
+    voice is not Kokoro (a low-memory device) hands its English words to the English voice."""
+    config = parse_config({"languages": {"ja": "espeak:ja", "en": "espeak:en-us"},
+                           "cache": {"dir": str(tmp_path / "cache")}}, tmp_path)
+    router = Router(config, LoadedVoices(config, budget_mb=100_000))
+    got = [(r.language, r.text, r.voice.name) for r in router.route("Amazon の荷物が届きました。")]
+    assert got == [("en", "Amazon", "espeak:en-us"), ("ja", "の荷物が届きました。", "espeak:ja")]
+    assert [r.voice.name for r in router.route("荷物が届きました。")] == ["espeak:ja"]

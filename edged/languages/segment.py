@@ -54,13 +54,15 @@ class Segment:
     text: str
 
 
-def segment(text: str, *, han: str = "zh", language: str | None = None) -> list[Segment]:
-    """`text` as language segments in order; LanguageError for an unknown tag or language."""
+def segment(text: str, *, han: str = "zh", language: str | None = None,
+            says_english: tuple[str, ...] = SAYS_ENGLISH) -> list[Segment]:
+    """`text` as language segments in order; LanguageError for an unknown tag or language.
+    `says_english`: the languages whose sentences keep their few English words."""
     spans = _spans(text, language)
     tagged = len(spans) > 1 or spans[0][0] is not None
     runs: list[tuple[str | None, str]] = []
     for explicit, span in spans:
-        runs += _span_runs(span, explicit, han)
+        runs += _span_runs(span, explicit, han, says_english)
     segments = _merge(runs)
     if len(segments) == 1 and not tagged:
         return [Segment(segments[0].language, text)]
@@ -140,7 +142,8 @@ def _is_unit(letters: str, before: str) -> bool:
     return letters in _UNITS and before[-1:].isdigit()
 
 
-def _span_runs(text: str, explicit: str | None, han: str) -> list[tuple[str | None, str]]:
+def _span_runs(text: str, explicit: str | None, han: str,
+               says_english: tuple[str, ...]) -> list[tuple[str | None, str]]:
     """(language or None for neutral, text) for one span between tags."""
     runs = _classes(text)
     languages: list[str | None] = [None] * len(runs)
@@ -155,16 +158,16 @@ def _span_runs(text: str, explicit: str | None, han: str) -> list[tuple[str | No
         elif kind == _HANGUL:
             languages[i] = "ko"
         if kind != _NEUTRAL or _SENTENCE_END & set(chunk):
-            _resolve_block(runs, block, languages, explicit, han)
+            _resolve_block(runs, block, languages, explicit, han, says_english)
             block = []
-    _resolve_block(runs, block, languages, explicit, han)
+    _resolve_block(runs, block, languages, explicit, han, says_english)
     if all(lang is None for lang in languages):
         return [(explicit or "en", text)]
     return list(zip(languages, (chunk for _kind, chunk in runs), strict=True))
 
 
 def _resolve_block(runs: list[tuple[str, str]], block: list[int], languages: list[str | None],
-                   explicit: str | None, han: str) -> None:
+                   explicit: str | None, han: str, says_english: tuple[str, ...]) -> None:
     if not block:
         return
     kinds = {runs[i][0] for i in block}
@@ -183,7 +186,7 @@ def _resolve_block(runs: list[tuple[str, str]], block: list[int], languages: lis
         # of mixed lines: zh 0.133 -> 0.071, ja 0.224 -> 0.198 on the judge, stop 45). In
         # Japanese, read in katakana by OpenJTalk, they had cost more than they gained.
         languages[i] = language
-        if language not in SAYS_ENGLISH and runs[i][0] == _LATIN:
+        if language not in says_english and runs[i][0] == _LATIN:
             languages[i] = "en"
             if i >= 2 and languages[i - 2] == "en" and runs[i - 1][1].isspace():
                 languages[i - 1] = "en"  # the space inside "Apple Watch"

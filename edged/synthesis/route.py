@@ -86,24 +86,33 @@ class Router:
         asked = self._voices.get(voice) if voice is not None else None
         if asked is not None and len(segments) == 1:
             return [Routed(segments[0].language, segments[0].text, asked)]
-        return [Routed(s.language, s.text,
-                       asked if asked is not None and asked.language == s.language
-                       else self._voice_of(s.language, s.text))
-                for s in segments]
+        routed: list[Routed] = []
+        for s in segments:
+            if asked is not None and asked.language == s.language:
+                routed.append(Routed(s.language, s.text, asked))
+            else:
+                routed += self._routed(s.language, s.text)
+        return routed
 
-    def _voice_of(self, language: str, text: str) -> VoiceBackend:
+    def _routed(self, language: str, text: str) -> list[Routed]:
         from ..voice import VoiceError
 
         voice = self.voice_for(language)
-        mixed = english_mix(voice.name) if language in SAYS_ENGLISH and has_english_words(text) \
-            else None
+        if language not in SAYS_ENGLISH or not has_english_words(text):
+            return [Routed(language, text, voice)]
+        if language == "ja" and voice.backend != "kokoro":
+            # espeak-ng's Japanese spells an English word letter by letter (Amazon: A M A Z O N):
+            # the English voice says them, as it did before Japanese kept them
+            return [Routed(s.language, s.text, self.voice_for(s.language))
+                    for s in segment(text, han=language, language=language, says_english=())]
+        mixed = english_mix(voice.name)
         if mixed is None:
-            return voice
+            return [Routed(language, text, voice)]
         try:
-            return self._voices.get(mixed, within_budget=True)
+            return [Routed(language, text, self._voices.get(mixed, within_budget=True))]
         except VoiceError as err:
             self._warn_once(language, mixed, err, [mixed, voice.name])
-            return voice
+            return [Routed(language, text, voice)]
 
     def voice_for(self, language: str) -> VoiceBackend:
         from ..voice import VoiceError
