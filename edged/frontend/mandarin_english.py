@@ -13,7 +13,6 @@ recognizer's English pass heard fewer of the words (docs/languages.md, stop 45).
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 _CONSONANTS: Final = {
@@ -25,19 +24,6 @@ voices were trained on; any other symbol (vowels, stress, m n ŋ l ɹ f s w j, t
 passes as it is (the flap as t: Spotify was heard as SPA的反)."""
 _AFTER_S: Final = {"p": "p", "t": "t", "k": "k"}
 """sp, st, sk: English does not aspirate a stop after s."""
-
-
-LATIN_RUN: Final = re.compile(r"[A-Za-z][A-Za-z'’]*")
-
-
-def is_code(run: str) -> bool:
-    """A code's capitals (G, TV, USB: said letter by letter), not an English word."""
-    return run.isupper() and len(run) <= 3
-
-
-def has_english_words(text: str) -> bool:
-    """Whether `text` holds an English word (你的 Amazon 包裹), not only a code's letters (G102)."""
-    return any(not is_code(m[0]) for m in LATIN_RUN.finditer(text))
 
 
 def in_mandarin(english: str) -> str:

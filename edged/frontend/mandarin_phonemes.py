@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from .english_words import english_phonemes
-from .letters import LETTERS
-from .mandarin_english import LATIN_RUN, in_mandarin, is_code
+from .letters import LATIN_RUN, LETTERS, is_code
+from .mandarin_english import in_mandarin
 
 _HAN: Final = re.compile(r"[\u4e00-\u9fff]+")
 _NUMERALS: Final = frozenset("零一二三四五六七八九十百千万亿两幺")

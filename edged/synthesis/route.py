@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from ..frontend.mandarin_english import has_english_words
+from ..frontend.letters import has_english_words
 from ..languages.codes import LANGUAGES
 from ..languages.segment import SAYS_ENGLISH, segment
 
