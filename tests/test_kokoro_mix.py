@@ -108,8 +108,8 @@ def test_cantonese_chain_is_the_mix_then_jm_kumo_then_espeak(tmp_path: Path) -> 
     ("kokoro:zm_yunjian", "kokoro:zm_yunjian(7)+am_michael(3)"),
     ("kokoro:zf_xiaoxiao", "kokoro:zf_xiaoxiao(7)+af_heart(3)"),
     ("kokoro:zm_yunjian(7)+zf_xiaoxiao(3)", None),    # a user's own mix stays as it is
-    ("kokoro:jf_alpha", "kokoro:jf_alpha(7)+af_heart(3)"),
-    ("kokoro:jm_kumo", "kokoro:jm_kumo(7)+am_michael(3)"),
+    ("kokoro:jf_alpha", "kokoro:jf_alpha(5)+af_heart(5)"),
+    ("kokoro:jm_kumo", "kokoro:jm_kumo(5)+am_michael(5)"),
     ("kokoro:af_heart@zh", None), ("kokoro:jm_kumo@ko", None), ("espeak:cmn", None),
     ("kokoro:zm_yunjian/../x", None),
 ])
@@ -202,7 +202,7 @@ def test_a_sentence_with_english_words_is_said_with_the_english_style_mixed_in(
     (only_mandarin / "kokoro").mkdir(parents=True)
     (only_mandarin / "kokoro" / "zm_yunjian.bin").write_bytes((pulled / "zm_yunjian.bin").read_bytes())
     [japanese] = router.route("Amazon の荷物が届きました。")
-    assert japanese.voice.name == "kokoro:jf_alpha(7)+af_heart(3)"  # af_heart: make test-long
+    assert japanese.voice.name == "kokoro:jf_alpha(5)+af_heart(5)"  # af_heart: make test-long
 
     [plain] = _router(tmp_path, only_mandarin).route("你的 Amazon 包裹已经到了。")
     assert plain.voice.name == "kokoro:zm_yunjian"

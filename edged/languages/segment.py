@@ -183,7 +183,7 @@ def _resolve_block(runs: list[tuple[str, str]], block: list[int], languages: lis
     for i in block:
         # English words in a Mandarin or Japanese sentence are said by its voice, in English
         # phonemes with an English style mixed in (synthesis/route.py english_mix; the CJK part
-        # of mixed lines: zh 0.133 -> 0.071, ja 0.224 -> 0.198 on the judge, stop 45). In
+        # of mixed lines: zh 0.133 -> 0.071, ja 0.175-0.234 -> 0.168 on the judge, stop 45). In
         # Japanese, read in katakana by OpenJTalk, they had cost more than they gained.
         languages[i] = language
         if language not in says_english and runs[i][0] == _LATIN:
