@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from edged.frontend.english_words import english_phonemes
+from edged.frontend.letters import has_english_words
 from edged.frontend.mandarin_english import in_mandarin
 
 
@@ -32,3 +33,13 @@ def test_vowels_and_stress_stay_english() -> None:
     said = in_mandarin(english)
     assert [c for c in said if c in "ˈˌæɑɛɪʊəIAOW"] == [c for c in english if c in "ˈˌæɑɛɪʊəIAOW"]
     assert in_mandarin("") == ""
+
+
+@pytest.mark.parametrize(("text", "english"), [
+    ("你的 Amazon 包裹已经到了。", True), ("Uber のドライバー", True), ("明日の meeting", True),
+    ("G102次列车", False), ("请到4B房间", False), ("买了 10kg 大米", False),
+    ("最低气温3°C", False), ("你好", False), ("USB 接口", False),
+])
+def test_english_words_told_from_codes_and_units(text: str, english: bool) -> None:
+    """Only a sentence holding an English word is said with an English style mixed in."""
+    assert has_english_words(text) is english

@@ -23,5 +23,10 @@ def is_code(run: str) -> bool:
 
 
 def has_english_words(text: str) -> bool:
-    """Whether `text` holds an English word (你的 Amazon 包裹), not only a code's letters (G102)."""
-    return any(not is_code(m[0]) for m in LATIN_RUN.finditer(text))
+    """Whether `text` holds an English word (你的 Amazon 包裹), not only a code's letters (G102)
+    or a unit written after its number (10kg, 25°C)."""
+    return any(not is_code(m[0]) and text[max(m.start() - 1, 0):m.start()] not in _BEFORE_UNIT
+               for m in LATIN_RUN.finditer(text))
+
+
+_BEFORE_UNIT: Final = frozenset("0123456789°")
