@@ -8,8 +8,8 @@ English), in one run.
 
 The sets are tests/data/intelligibility/{dev,dev2,heldout}_<lang>.tsv (text, spoken reference,
 lang); dev2 (zh, ja, yue, mixed) was written later to find what dev no longer shows; numbers
-(zh, ja, ko, yue: signs, ranges, decimals, zeros, phone numbers) at stop 42; dev3 (16 zh+en
-lines) at stop 45, for how the Mandarin voice says English words; the held-out ones
+(zh, ja, ko, yue: signs, ranges, decimals, zeros, phone numbers) at stop 42; dev3 (16 zh+en,
+12 ja+en lines) at stop 45, for how the Kokoro voices say English words; the held-out ones
 are for acceptance figures only. Each system synthesizes every line in a fresh
 process (bench/intelligibility_worker.py, edged as the daemon routes and joins), then the judge
 (tests/data/asr: Whisper base on CTranslate2 in its own venv, installed by its install.sh)
