@@ -190,9 +190,13 @@ def test_a_sentence_with_english_words_is_said_with_the_english_style_mixed_in(
     pulled = Path(os.environ.get("EDGED_TEST_VOICES", "")) / "kokoro"
     assert (pulled / "am_michael.bin").is_file() and (pulled / "zm_yunjian.bin").is_file(), \
         "run through `make test-long`: it installs edged[zh] and pulls zm_yunjian and am_michael"
-    router = _router(tmp_path, pulled.parent)
+    config = parse_config({"voice": {"dirs": [str(pulled.parent)]},
+                           "cache": {"dir": str(tmp_path / "cache")}}, tmp_path)
+    voices = LoadedVoices(config, budget_mb=100_000)
+    router = Router(config, voices)
     [amazon] = router.route("你的 Amazon 包裹已经到了。")
     assert amazon.voice.name == "kokoro:zm_yunjian(7)+am_michael(3)"
+    assert "kokoro:zm_yunjian" not in voices.loaded  # only the voice that speaks is loaded
     assert [r.voice.name for r in router.route("你的包裹已经到了。")] == ["kokoro:zm_yunjian"]
     assert [r.voice.name for r in router.route("G102次列车到站了。")] == ["kokoro:zm_yunjian"]
     mixed = amazon.voice.synthesize(amazon.text, amazon.voice.settings()).samples

@@ -98,29 +98,24 @@ class Router:
         return routed
 
     def _routed(self, language: str, text: str) -> list[Routed]:
-        from ..voice import VoiceError
-
-        voice = self.voice_for(language)
-        if language not in SAYS_ENGLISH or not has_english_words(text):
-            return [Routed(language, text, voice)]
-        if language == "ja" and voice.backend != "kokoro":
+        english = language in SAYS_ENGLISH and has_english_words(text)
+        voice = self.voice_for(language, english_words=english)
+        if english and language == "ja" and voice.backend != "kokoro":
             # espeak-ng's Japanese spells an English word letter by letter (Amazon: A M A Z O N):
             # the English voice says them, as it did before Japanese kept them
             return [Routed(s.language, s.text, self.voice_for(s.language))
                     for s in segment(text, han=language, language=language, says_english=())]
-        mixed = english_mix(voice.name)
-        if mixed is None:
-            return [Routed(language, text, voice)]
-        try:
-            return [Routed(language, text, self._voices.get(mixed, within_budget=True))]
-        except VoiceError as err:
-            self._warn_once(language, mixed, err, [mixed, voice.name])
-            return [Routed(language, text, voice)]
+        return [Routed(language, text, voice)]
 
-    def voice_for(self, language: str) -> VoiceBackend:
+    def voice_for(self, language: str, *, english_words: bool = False) -> VoiceBackend:
+        """The first voice of `language`'s chain that loads; with `english_words`, each voice's
+        `english_mix` tried before it (only the voice that speaks is loaded: a sentence with
+        English words no longer loads the plain voice first)."""
         from ..voice import VoiceError
 
         chain = self.chain(language)
+        if english_words:
+            chain = [n for name in chain for n in (english_mix(name), name) if n is not None]
         for name in chain[:-1]:
             try:
                 return self._voices.get(name, within_budget=True)
