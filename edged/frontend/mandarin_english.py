@@ -22,8 +22,8 @@ _CONSONANTS: Final = {
 """English consonants in Kokoro's English symbols -> misaki's pinyin IPA, which the Mandarin
 voices were trained on; any other symbol (vowels, stress, m n ŋ l ɹ f s w j, the flap T)
 passes as it is (the flap as t: Spotify was heard as SPA的反)."""
-_AFTER_S: Final = {"p": "p", "t": "t", "k": "k"}
-"""sp, st, sk: English does not aspirate a stop after s."""
+_AFTER_S: Final = frozenset("ptk")
+"""sp, st, sk: English does not aspirate a stop after s (it stays the voice's unaspirated one)."""
 
 
 def in_mandarin(english: str) -> str:
@@ -31,8 +31,6 @@ def in_mandarin(english: str) -> str:
     Mandarin voices know by other symbols rewritten to theirs."""
     out = []
     for i, ch in enumerate(english):
-        if i and english[i - 1] == "s" and ch in _AFTER_S:
-            out.append(_AFTER_S[ch])
-        else:
-            out.append(_CONSONANTS.get(ch, ch))
+        after_s = i and english[i - 1] == "s" and ch in _AFTER_S
+        out.append(ch if after_s else _CONSONANTS.get(ch, ch))
     return "".join(out)
