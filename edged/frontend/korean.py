@@ -24,7 +24,7 @@ from .signs import (
     wave_ranges,
 )
 
-NORMALIZER_VERSION: Final = "ko-3"
+NORMALIZER_VERSION: Final = "ko-4"
 
 _SINO_DIGITS: Final = "영일이삼사오육칠팔구"
 _SINO_SMALL: Final = ("", "십", "백", "천")
@@ -53,6 +53,11 @@ _SERVICE: Final = re.compile(r"(?<![\d.\-])\d{3,4}"
                              r"(?=\s?(?:번으로|번에|으로|로|에|번)?\s?(?:신고|전화|연락|문의))")
 """A number called (119에 신고, 1330으로 전화): read digit by digit (일일구), not as an amount
 (백십구)."""
+_CODE_NAMED: Final = re.compile(r"(비밀번호|비번|인증번호|인증 번호|인증코드|인증 코드|코드|핀 번호|핀번호"
+                                r"|계좌번호|계좌 번호|전화번호|PIN)((?:은|는|이|가|를|을|:|：|\s)*)"
+                                r"(\d{2,})(?![\d.,:\-]|\s?번)")
+"""A code after the word that names it (비밀번호는 1121, 인증번호 611015): digit by digit, as it is
+keyed in (일일이일), not as an amount (천백이십일)."""
 _CURRENCIES: Final = {"$": "달러", "US$": "미국 달러", "HK$": "홍콩 달러", "¥": "엔", "￥": "엔",
                       "€": "유로", "£": "파운드", "₩": "원"}
 _CODE: Final = re.compile(r"(?<![A-Za-z])[A-Z]{1,3}(?=\d)|(?<=\d)[A-Z]{1,2}(?![A-Za-z])")
@@ -100,6 +105,7 @@ def native_number(number: int) -> str:
 
 def normalize_korean(text: str) -> str:
     text = plain_digits(text)
+    text = _CODE_NAMED.sub(lambda m: m[1] + m[2] + _phone_digits(m[3]), text)
     text = _SERVICE.sub(lambda m: _phone_digits(m[0]), text)
     text = _PHONE.sub(lambda m: " ".join(_phone_digits(group) for group in m[0].split("-")), text)
     text = _DATE.sub(lambda m: f"{sino_number(int(m[1]))}년 "

@@ -9,6 +9,11 @@ them: English p t k (aspirated, but not after s) as its pʰ tʰ k; b d g (unaspi
 ʧ ʤ ʃ as its retroflexes; z v θ ð h, which Mandarin does not have, as the nearest it has. The
 vowels and the stress stay English: said with Mandarin's vowels and tones instead, the
 recognizer's English pass heard fewer of the words (docs/languages.md, stop 45).
+
+A code's letters keep their English names, but the three whose names start with a voiceless
+stop (P, T, K, and Q) start aspirated: said with the voice's unaspirated stop, T11 was heard
+as 低幺幺 and K1101 as 给1101 (stop 46). Their voiced letters stay English (B, D and G said
+as the voice's p t k were heard worse: G102 as 7102).
 """
 
 from __future__ import annotations
@@ -34,3 +39,8 @@ def in_mandarin(english: str) -> str:
         after_s = i and english[i - 1] == "s" and ch in _AFTER_S
         out.append(ch if after_s else _CONSONANTS.get(ch, ch))
     return "".join(out)
+
+
+def letter_in_mandarin(name: str) -> str:
+    """A letter's English name (letters.LETTERS) with a first p, t or k aspirated."""
+    return _CONSONANTS[name[0]] + name[1:] if name[:1] in _AFTER_S else name

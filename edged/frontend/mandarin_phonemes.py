@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from .english_words import english_phonemes
 from .letters import LATIN_RUN, LETTERS, is_code
-from .mandarin_english import in_mandarin
+from .mandarin_english import in_mandarin, letter_in_mandarin
 
 _HAN: Final = re.compile(r"[\u4e00-\u9fff]+")
 _NUMERALS: Final = frozenset("零一二三四五六七八九十百千万亿两幺")
@@ -197,7 +197,7 @@ def _latin(match: re.Match[str]) -> str:
     """A code's capitals by their names (G, TV, USB), a word as English (iPad, Amazon)."""
     word = match[0]
     if is_code(word):
-        return " " + " ".join(LETTERS[c] for c in word) + " "
+        return " " + " ".join(letter_in_mandarin(LETTERS[c]) for c in word) + " "
     return " " + in_mandarin(english_phonemes(word)) + " "
 
 
