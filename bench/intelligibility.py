@@ -1,7 +1,7 @@
 """Every language through the offline judge: edged's voice beside espeak-ng (and piper-tts for
 English), in one run.
 
-    .venv/bin/python -m bench.intelligibility [--set dev|dev2|dev3|heldout|numbers]
+    .venv/bin/python -m bench.intelligibility [--set dev|dev2|dev3|heldout|numbers|codes]
         [--langs en,zh,yue,ja,ko,mixed] [--systems edged,espeak,piper]
         [--voice ko=kokoro:zf_xiaoyi@ko ...] [--voices DIR] [--mos PYTHON]
         [--name NAME]                                                        (make bench)
@@ -9,7 +9,8 @@ English), in one run.
 The sets are tests/data/intelligibility/{dev,dev2,heldout}_<lang>.tsv (text, spoken reference,
 lang); dev2 (zh, ja, yue, mixed) was written later to find what dev no longer shows; numbers
 (zh, ja, ko, yue: signs, ranges, decimals, zeros, phone numbers) at stop 42; dev3 (16 zh+en,
-12 ja+en lines) at stop 45, for how the Kokoro voices say English words; the held-out ones
+12 ja+en lines) at stop 45, for how the Kokoro voices say English words; codes (16 Mandarin
+lines: flight, train and pickup codes) at stop 46; the held-out ones
 are for acceptance figures only. Each system synthesizes every line in a fresh
 process (bench/intelligibility_worker.py, edged as the daemon routes and joins), then the judge
 (tests/data/asr: Whisper base on CTranslate2 in its own venv, installed by its install.sh)
@@ -166,7 +167,8 @@ def score_mos(python: str, wavs: Path) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--set", default="dev", choices=("dev", "dev2", "dev3", "heldout", "numbers"))
+    ap.add_argument("--set", default="dev",
+                    choices=("dev", "dev2", "dev3", "heldout", "numbers", "codes"))
     ap.add_argument("--langs", default=",".join(LANGS))
     ap.add_argument("--systems", default="edged,espeak,piper")
     ap.add_argument("--voice", action="append", default=[], metavar="LANG=VOICE",
