@@ -10,7 +10,7 @@ them: English p t k (aspirated, but not after s) as its pʰ tʰ k; b d g (unaspi
 vowels and the stress stay English: said with Mandarin's vowels and tones instead, the
 recognizer's English pass heard fewer of the words (docs/languages.md, stop 45).
 
-A code's letters keep their English names, but the three whose names start with a voiceless
+A code's letters keep their English names, but those whose names start with a voiceless
 stop (P, T, K, and Q) start aspirated: said with the voice's unaspirated stop, T11 was heard
 as 低幺幺 and K1101 as 给1101 (stop 46). Their voiced letters stay English (B, D and G said
 as the voice's p t k were heard worse: G102 as 7102).
