@@ -53,6 +53,7 @@ def test_a_code_letter_with_a_voiceless_stop_starts_aspirated(letter: str, said:
     assert letter_in_mandarin(LETTERS[letter]) == said
 
 
+@pytest.mark.long  # needs edged[zh] (jieba, pypinyin): make test-long installs it
 def test_a_train_code_said_with_an_aspirated_t() -> None:
     from edged.frontend.chinese import normalize_chinese
     from edged.frontend.kokoro_g2p import phonemizer_for
