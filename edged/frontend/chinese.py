@@ -61,7 +61,7 @@ _NUMBER_NAMED: Final = re.compile(r"(拨打|撥打|致电|電話|电话|号码|�
                                   r"(\+?\d{2,}(?:[ -]\d{2,})*)(?![\d.:])")
 """A number after a word that names a phone number or a code (取件码是1011, 密码已经改为1121) is
 read digit by digit, not as an amount (一千零一十一)."""
-_AIRLINE: Final = re.compile(r"(?<![A-Za-z\d])(\d)([A-Z])(\d{2,4})(?![\d.:])")
+_AIRLINE: Final = re.compile(r"(?<![A-Za-z\d])(\d)([A-Z])(\d{2,4})(?![\d.:A-Za-z])")
 """An airline whose code starts with a digit (3U8811, 9C8888): every digit one by one."""
 _PHONE: Final = re.compile(r"(?<![\d.\-+])(?:\+\d{1,3}[ -]?)?(?:\d{3,4}-\d{3,4}-\d{4}|0\d{2,3}-\d{7,8})"
                            r"(?![\d\-])")
