@@ -202,12 +202,12 @@ def test_a_sentence_with_english_words_is_said_with_the_english_style_mixed_in(
     mixed = amazon.voice.synthesize(amazon.text, amazon.voice.settings()).samples
     assert len(mixed) > 24000 and np.sqrt(np.mean(mixed.astype(np.float64) ** 2)) > 300
 
-    only_mandarin = tmp_path / "zh-only"
-    (only_mandarin / "kokoro").mkdir(parents=True)
-    (only_mandarin / "kokoro" / "zm_yunjian.bin").write_bytes((pulled / "zm_yunjian.bin").read_bytes())
     [japanese] = router.route("Amazon の荷物が届きました。")
     assert japanese.voice.name == "kokoro:jf_alpha(5)+af_heart(5)"  # af_heart: make test-long
 
+    only_mandarin = tmp_path / "zh-only"
+    (only_mandarin / "kokoro").mkdir(parents=True)
+    (only_mandarin / "kokoro" / "zm_yunjian.bin").write_bytes((pulled / "zm_yunjian.bin").read_bytes())
     [plain] = _router(tmp_path, only_mandarin).route("你的 Amazon 包裹已经到了。")
     assert plain.voice.name == "kokoro:zm_yunjian"
     assert any("edged voices pull am_michael" in r.getMessage() for r in caplog.records)

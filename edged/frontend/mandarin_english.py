@@ -27,8 +27,9 @@ _CONSONANTS: Final = {
 """English consonants in Kokoro's English symbols -> misaki's pinyin IPA, which the Mandarin
 voices were trained on; any other symbol (vowels, stress, m n ŋ l ɹ f s w j, the flap T)
 passes as it is (the flap as t: Spotify was heard as SPA的反)."""
-_AFTER_S: Final = frozenset("ptk")
-"""sp, st, sk: English does not aspirate a stop after s (it stays the voice's unaspirated one)."""
+_VOICELESS_STOPS: Final = frozenset("ptk")
+"""English's p t k: aspirated, but not after s (sp, st, sk: the voice's unaspirated one), and at
+the start of a code letter's name (P, T, K, Q)."""
 
 
 def in_mandarin(english: str) -> str:
@@ -36,11 +37,11 @@ def in_mandarin(english: str) -> str:
     Mandarin voices know by other symbols rewritten to theirs."""
     out = []
     for i, ch in enumerate(english):
-        after_s = i and english[i - 1] == "s" and ch in _AFTER_S
+        after_s = i and english[i - 1] == "s" and ch in _VOICELESS_STOPS
         out.append(ch if after_s else _CONSONANTS.get(ch, ch))
     return "".join(out)
 
 
 def letter_in_mandarin(name: str) -> str:
     """A letter's English name (letters.LETTERS) with a first p, t or k aspirated."""
-    return _CONSONANTS[name[0]] + name[1:] if name[:1] in _AFTER_S else name
+    return _CONSONANTS[name[0]] + name[1:] if name[:1] in _VOICELESS_STOPS else name
